@@ -1,0 +1,29 @@
+# make run   - set up (first time) and run the CPU matrix against real SGLang servers
+# make test  - set up (first time) and run the whole test suite, without and with xdist (-n 2)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The no-device driver stub, for machines without an NVIDIA driver (empty dir otherwise).
+export LD_LIBRARY_PATH := $(CURDIR)/$(VENV)/lib/nocuda$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
+PYTEST_ARGS ?=
+
+.PHONY: setup run test test-serial test-xdist plan bench clean
+
+setup:
+	@scripts/bootstrap-cpu.sh
+
+run: setup
+	$(PY) -m pytest tests/test_matrix.py -v $(PYTEST_ARGS)
+
+test: setup test-serial test-xdist
+
+test-serial:
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-xdist:
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,114 @@
+"""Command line: ``python -m pytest_glmstack`` (also the ``glmstack`` script).
+
+    diagnose LOGFILE [--json]     what went wrong in a server log (exit 0 clean, 1 failed, 2 unusable)
+    plan [PATH ...]               every matrix entry, its command line and whether it runs here
+    kill-orphans                  stop servers that earlier runs left behind
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _read_log(path: str) -> str:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise SystemExit(_unusable(f"{path}: no such file"))
+    except IsADirectoryError:
+        raise SystemExit(_unusable(f"{path}: is a directory, expected a server log file"))
+    except OSError as e:
+        raise SystemExit(_unusable(f"{path}: cannot read: {e.strerror or e}"))
+    if not data.strip():
+        raise SystemExit(_unusable(f"{path}: the file is empty; pass the server's log (stdout and stderr)"))
+    sample = data[:65536]
+    if b"\x00" in sample or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) * 0.05:
+        raise SystemExit(_unusable(f"{path}: binary data, not a text log"))
+    return data.decode("utf-8", errors="replace")
+
+
+def _unusable(msg: str) -> int:
+    print(f"glmstack: {msg}", file=sys.stderr)
+    return 2
+
+
+def cmd_diagnose(args) -> int:
+    from . import diagnose
+
+    text = _read_log(args.logfile)
+    try:
+        catalog = diagnose.load_catalog(args.known_issues or ())
+    except diagnose.CatalogError as e:
+        return _unusable(str(e))
+    d = diagnose.classify(text, catalog)
+    if args.json:
+        print(json.dumps(d.to_dict(), indent=2))
+    else:
+        print(d.render())
+    return 1 if d.failed else 0
+
+
+def cmd_plan(args) -> int:
+    from . import hardware, matrix, server
+
+    try:
+        paths = matrix.expand_paths(args.paths or ["matrix"], ".")
+        entries = matrix.load(paths)
+    except matrix.MatrixError as e:
+        print(f"glmstack: {e}", file=sys.stderr)
+        return 2
+    inv = hardware.detect()
+    print(f"hardware: {inv.describe()}")
+    for e in entries:
+        reason = e.requires.unmet(inv) if e.requires.needs_gpu else None
+        if e.gpus_needed and not e.requires.needs_gpu:
+            reason = hardware.Requirement(gpus=e.gpus_needed).unmet(inv)
+        print(f"\n{e.id}  ({e.where()})")
+        if e.description:
+            print(f"  {e.description}")
+        argv = server.sglang_argv("python", e.model, e.args, "127.0.0.1", 0)
+        print("  command: " + " ".join(server._quote(a) for a in argv[:-1]) + " <port>")
+        if e.env:
+            print("  env: " + " ".join(f"{k}={v}" for k, v in e.env))
+        print(f"  gpus: {e.gpus_needed}  launch_timeout: {e.launch_timeout:g} s")
+        exp = [f"launch={e.expect.launch}"]
+        if e.expect.known_issue:
+            exp.append(f"known_issue={e.expect.known_issue}")
+        if e.expect.capture:
+            exp.append("capture=" + ",".join(e.expect.capture))
+        print("  expect: " + " ".join(exp))
+        print(f"  here: {'skip: ' + reason if reason else 'runs'}")
+    return 0
+
+
+def cmd_kill_orphans(args) -> int:
+    from . import sweep
+
+    pids = sweep.kill_orphans()
+    print(f"glmstack: stopped {len(pids)} orphaned server process(es)" + (f": {pids}" if pids else ""))
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="glmstack", description="pytest-glmstack tools")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("diagnose", help="diagnose a server log")
+    d.add_argument("logfile")
+    d.add_argument("--json", action="store_true", help="print one JSON object")
+    d.add_argument("--known-issues", action="append", metavar="YAML", help="extra known-issue catalog file")
+    d.set_defaults(fn=cmd_diagnose)
+    pl = sub.add_parser("plan", help="show matrix entries, command lines and whether they run here")
+    pl.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
+    pl.set_defaults(fn=cmd_plan)
+    k = sub.add_parser("kill-orphans", help="stop servers left behind by earlier runs")
+    k.set_defaults(fn=cmd_kill_orphans)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Bring one matrix entry up: GPUs and port leased, model ready, server started and watched,
+outcome diagnosed. Knows nothing of pytest; the plugin keeps one :class:`Launch` per entry."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import diagnose, leases, models
+from .hardware import Inventory, visible_indices
+from .matrix import Entry
+from .server import MARK_OWNER, MARK_RUN, LaunchError, Server, sglang_argv
+
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+@dataclass(frozen=True)
+class Settings:
+    python: str
+    host: str = "127.0.0.1"
+    log_dir: Path = Path(".")
+    lock_dir: Path = field(default_factory=leases.default_lock_dir)
+    model_cache: Path = field(default_factory=lambda: leases.default_lock_dir().parent / "models")
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    stop_grace: float = 15.0
+    lease_timeout: float = 3600.0
+    catalog: tuple = ()
+    launch_timeout_factor: float = 1.0
+
+
+@dataclass
+class Launch:
+    entry: Entry
+    log_path: Path
+    server: Server | None = None
+    error: Exception | None = None
+    diagnosis: diagnose.Diagnosis | None = None
+    gpus: tuple[int, ...] = ()
+    lease_wait: float = 0.0
+    seconds: float | None = None  # process start to ready
+    stopped: bool = False
+    _port_lease: object = None
+    _gpu_lease: object = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.server is not None
+
+    def log_text(self) -> str:
+        if self.server is not None:
+            return self.server.watcher.text()
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, n: int = 40) -> str:
+        if self.server is not None:
+            return self.server.watcher.tail(n)
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def status(self) -> str:
+        if self.ok:
+            return f"ready in {self.seconds:.1f} s"
+        d = self.diagnosis
+        return f"failed ({d.category})" if d else f"failed: {self.error}"
+
+    def judge(self, stack: str) -> "Verdict":
+        """This launch against its entry's expectations; ``stack`` names the stack in messages."""
+        return judge_launch(self, stack)
+
+    def stop(self, grace: float):
+        if self.stopped:
+            return self.server.stop_report if self.server else None
+        self.stopped = True
+        report = None
+        try:
+            if self.server is not None:
+                report = self.server.stop(grace)
+        finally:
+            for lease in (self._gpu_lease, self._port_lease):
+                if lease is not None:
+                    lease.release()
+        return report
+
+
+def redact(env: dict) -> dict:
+    return {k: ("<redacted>" if any(w in k.upper() for w in SECRET_WORDS) else v) for k, v in env.items()}
+
+
+def server_env(entry: Entry, settings: Settings, gpus: tuple[int, ...] | None) -> dict:
+    env = dict(os.environ)
+    env.update(entry.env_dict)
+    env[MARK_RUN] = settings.run_id
+    env[MARK_OWNER] = str(os.getpid())
+    env["PYTHONUNBUFFERED"] = "1"  # log lines must reach the watcher as they happen
+    if gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpus)
+    if entry.expect.clean_compile and "TORCH_LOGS" not in entry.env_dict:
+        env["TORCH_LOGS"] = "graph_breaks,recompiles"
+    return env
+
+
+def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
+           on_phase: Callable[[str, str], None] | None = None, serial: int = 0) -> Launch:
+    """Start the entry's server and wait until it is ready or has failed. Never raises for a
+    server that fails: the :class:`Launch` carries the error and its diagnosis."""
+    safe = entry.id.replace("/", "__")
+    log_path = settings.log_dir / f"{safe}.log"
+    result = Launch(entry=entry, log_path=log_path)
+    try:
+        model = entry.model
+        if models.is_builtin(model):
+            model = str(models.ensure(model, settings.model_cache, settings.python))
+        gpus = None
+        need = entry.gpus_needed
+        if need:
+            candidates = visible_indices(inventory)
+            fits = entry.requires.matching(inventory, candidates) if entry.requires.needs_gpu else candidates
+            lease = leases.lease_gpus(settings.lock_dir, fits, need, settings.lease_timeout)
+            result._gpu_lease, result.gpus, result.lease_wait = lease, lease.indices, lease.waited
+            gpus = lease.indices
+        port = leases.lease_port(settings.lock_dir, settings.host)
+        result._port_lease = port
+        argv = sglang_argv(settings.python, model, entry.args, settings.host, port.port)
+        server = Server(argv, env=server_env(entry, settings, gpus), log_path=log_path, host=settings.host,
+                        port=port.port, server_id=f"{settings.run_id}:{safe}:{serial}", on_phase=on_phase)
+        result.server = server
+        server.start()
+        server.wait_ready(entry.launch_timeout * settings.launch_timeout_factor)
+        result.seconds = server.launch_seconds
+    except LaunchError as e:
+        result.error = e
+        hang = e.kind == "timeout"
+        code = result.server.proc.poll() if result.server and result.server.proc else None
+        if e.kind == "fatal":
+            time.sleep(0.2)  # the rest of the traceback
+        text = result.log_text()
+        result.diagnosis = diagnose.classify(text, settings.catalog, hang=hang, exit_code=code)
+        if not result.diagnosis.failed:
+            result.diagnosis = diagnose.Diagnosis("failed", "startup_hang" if hang else "other", str(e))
+        result.stop(settings.stop_grace)
+    except (leases.LeaseTimeout, RuntimeError, ValueError, OSError) as e:
+        result.error = e
+        result.diagnosis = diagnose.Diagnosis("failed", "other", f"could not launch: {e}")
+        result.stop(settings.stop_grace)
+    return result
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    xfail: bool
+    message: str
+
+
+def judge_launch(launch: Launch, stack: str) -> Verdict:
+    """Compare a launch with what its entry expects. ``stack`` names the stack for messages."""
+    e = launch.entry
+    exp = e.expect
+    d = launch.diagnosis
+    why = f" ({exp.reason})" if exp.reason else ""
+    if launch.ok:
+        if exp.known_issue:
+            return Verdict(False, False, f"known issue {exp.known_issue} no longer reproduces with {stack}: the server "
+                                         f"became ready in {launch.seconds:.1f} s. Drop the workaround and the "
+                                         f"'expect: known_issue' of entry {e.name!r} ({e.where()})")
+        if exp.launch == "fail":
+            return Verdict(False, False, f"expected the launch to fail{why}, but the server became ready in "
+                                         f"{launch.seconds:.1f} s with {stack}; update 'expect: launch' of entry "
+                                         f"{e.name!r} ({e.where()})")
+        return Verdict(True, False, f"ready in {launch.seconds:.1f} s")
+    got = d.known_issue.id if d and d.known_issue else None
+    detail = d.render() if d else str(launch.error)
+    if exp.known_issue:
+        if got == exp.known_issue:
+            return Verdict(False, True, f"known issue {got}: {d.known_issue.title}{why}")
+        return Verdict(False, False, f"expected known issue {exp.known_issue}{why}, but the launch failed "
+                                     f"{'with known issue ' + got if got else 'differently'}: {launch.error}\n{detail}")
+    if exp.launch == "fail":
+        return Verdict(False, True, f"launch failed as expected{why}: {d.category if d else ''}: {d.summary if d else launch.error}")
+    return Verdict(False, False, f"server did not launch: {launch.error}\n{detail}")
+

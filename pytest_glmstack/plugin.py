@@ -1,0 +1,443 @@
+"""pytest hooks and fixtures of pytest-glmstack. The work is done in plain modules; this file
+only wires them to pytest. Heavy packages (torch, sglang, NVML) are never imported at load."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from . import diagnose, matrix, report
+from .hardware import FAMILIES, Requirement, parse_arch
+
+# name, ini type, default, help: each is both --glmstack-NAME and the ini key glmstack_NAME.
+OPTIONS = [
+    ("matrix", "linelist", [], "matrix files, directories or glob patterns (relative to the rootdir) whose entries parametrize tests using glmstack fixtures"),
+    ("python", "string", "", "Python interpreter that runs 'python -m sglang.launch_server' (default: the one running pytest)"),
+    ("host", "string", "127.0.0.1", "address servers bind to"),
+    ("launch-timeout-factor", "string", "1", "multiply every entry's launch_timeout by this (slow or busy machines)"),
+    ("stop-grace", "string", "15", "seconds between SIGTERM and SIGKILL when a server is stopped"),
+    ("log-lines", "string", "40", "lines of the server log shown with a failing test"),
+    ("lock-dir", "string", "", "directory of the port and GPU lock files shared by all runs on this machine (default: <tmp>/pytest-glmstack-<uid>/locks)"),
+    ("model-cache", "string", "", "where built-in models (builtin:tiny-llama) are made (default: beside the lock directory)"),
+    ("known-issues", "linelist", [], "extra known-issue catalog files (YAML, see docs/diagnosis.md)"),
+]
+FLAGS = [
+    ("kill-orphans", "before the run, stop servers that earlier glmstack runs left behind (their pytest process is gone)"),
+]
+
+MARKERS = {
+    "glmstack": "glmstack: a test parametrized with a matrix entry (set by the plugin)",
+    "gpus": "gpus(n): needs at least n NVIDIA GPUs (read through NVML); skipped otherwise",
+    "gpu_memory": "gpu_memory(gb): needs GPUs with at least gb GiB each; skipped otherwise",
+    "arch": "arch(*names): needs a GPU of one of these architectures (sm90, sm100, sm120, hopper, blackwell)",
+    "sm90": "sm90: needs an SM90 (Hopper) GPU",
+    "sm100": "sm100: needs an SM100 (B200/GB200) GPU",
+    "sm120": "sm120: needs an SM120 GPU (RTX PRO 6000 Blackwell, RTX 50xx)",
+    "hopper": "hopper: needs a Hopper GPU (SM90)",
+    "blackwell": "blackwell: needs a Blackwell GPU (SM100, SM103, SM110, SM120, SM121)",
+    "fp4": "fp4: needs GPUs with FP4 tensor cores (Blackwell)",
+    "nvlink": "nvlink: needs GPUs connected pairwise through NVLink",
+}
+_ARCH_MARKERS = ("sm90", "sm100", "sm120", "hopper", "blackwell")
+
+
+@dataclass
+class State:
+    entries: tuple = ()
+    run_id: str = ""
+    inventory: object = None
+    fingerprint: dict | None = None
+    launches: dict = field(default_factory=dict)
+    catalog: tuple | None = None
+    matrix_items: int = 0
+    summary: dict = field(default_factory=dict)  # entry id -> what reports said (xdist-safe)
+    header_shown: bool = False
+    settings: object = None
+
+
+STATE = pytest.StashKey[State]()
+
+
+def _opt(config, name: str):
+    """The command-line value if given, else the ini value."""
+    v = config.getoption("glmstack_" + name.replace("-", "_"), None)
+    if v not in (None, [], ""):
+        return v
+    return config.getini("glmstack_" + name.replace("-", "_"))
+
+
+def _num(config, name: str) -> float:
+    raw = _opt(config, name)
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"glmstack_{name.replace('-', '_')} / --glmstack-{name}: expected a number, got {raw!r}") from None
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("glmstack", "LLM serving stack tests (pytest-glmstack)")
+    for name, kind, default, help_text in OPTIONS:
+        dest = "glmstack_" + name.replace("-", "_")
+        if kind == "linelist":
+            group.addoption(f"--glmstack-{name}", dest=dest, action="append", default=None, metavar="PATH", help=help_text + " (repeatable)")
+        else:
+            group.addoption(f"--glmstack-{name}", dest=dest, default=None, help=help_text)
+        parser.addini(dest, help_text, type=kind, default=default)
+    for name, help_text in FLAGS:
+        group.addoption(f"--glmstack-{name}", dest="glmstack_" + name.replace("-", "_"), action="store_true", default=False, help=help_text)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    for text in MARKERS.values():
+        config.addinivalue_line("markers", text)
+    state = State()
+    config.stash[STATE] = state
+    workerinput = getattr(config, "workerinput", None)
+    state.run_id = workerinput.get("glmstack_run", "") if workerinput else ""
+    state.run_id = state.run_id or os.environ.get("GLMSTACK_RUN_ID") or uuid.uuid4().hex[:12]
+    patterns = _opt(config, "matrix")
+    if patterns:
+        try:
+            paths = matrix.expand_paths(patterns, config.rootpath)
+            state.entries = matrix.load(paths)
+        except matrix.MatrixError as e:
+            raise pytest.UsageError(f"glmstack: bad matrix file\n{e}") from None
+    if config.getoption("glmstack_kill_orphans") and workerinput is None:
+        from . import sweep
+
+        killed = sweep.kill_orphans()
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"glmstack: stopped {len(killed)} orphaned server process(es) of earlier runs")
+    # Servers of one entry share a worker: group them when xdist balances by plain load.
+    if state.entries and getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):  # xdist controller: one run id for all workers
+    node.workerinput["glmstack_run"] = node.config.stash[STATE].run_id
+
+
+def _entry_marks(entry) -> list:
+    marks = [pytest.mark.glmstack, pytest.mark.xdist_group(entry.id)]
+    req = entry.requires
+    need = entry.gpus_needed
+    if need:
+        marks.append(pytest.mark.gpus(need))
+    for a in req.arch:
+        if a in _ARCH_MARKERS:
+            marks.append(getattr(pytest.mark, a))
+        else:
+            marks.append(pytest.mark.arch(a))
+        if a != "blackwell" and a.startswith("sm") and int(a[2:]) // 10 in FAMILIES["blackwell"]:
+            marks.append(pytest.mark.blackwell)
+        if a != "hopper" and a.startswith("sm") and int(a[2:]) // 10 in FAMILIES["hopper"]:
+            marks.append(pytest.mark.hopper)
+    if req.gpu_memory_gb:
+        marks.append(pytest.mark.gpu_memory(req.gpu_memory_gb))
+    if req.fp4:
+        marks.append(pytest.mark.fp4)
+    if req.nvlink:
+        marks.append(pytest.mark.nvlink)
+    return marks
+
+
+def pytest_generate_tests(metafunc):
+    if "glmstack_entry" not in metafunc.fixturenames:
+        return
+    entries = metafunc.config.stash[STATE].entries
+    if not entries:
+        metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(
+            reason="no matrix entries: set glmstack_matrix in the ini file or pass --glmstack-matrix PATH"))],
+            ids=["no-matrix"], indirect=True, scope="session")
+        return
+    metafunc.parametrize(
+        "glmstack_entry",
+        [pytest.param(e, id=e.id, marks=_entry_marks(e)) for e in entries],
+        indirect=True, scope="session",
+    )
+
+
+def pytest_collection_modifyitems(session, config, items):
+    state = config.stash[STATE]
+    state.matrix_items = sum(1 for it in items if _entry_of(it) is not None)
+
+
+def _entry_of(item):
+    cs = getattr(item, "callspec", None)
+    if cs is None:
+        return None
+    e = cs.params.get("glmstack_entry")
+    return e if isinstance(e, matrix.Entry) else None
+
+
+def _inventory(config):
+    state = config.stash[STATE]
+    if state.inventory is None:
+        from . import hardware
+
+        state.inventory = hardware.detect()
+    return state.inventory
+
+
+def requirement_of(item) -> Requirement:
+    """What the item's hardware markers ask for."""
+    req = Requirement()
+    for m in item.iter_markers():
+        name = m.name
+        try:
+            if name == "gpus":
+                req = req.merged(Requirement(gpus=int(m.args[0] if m.args else m.kwargs["n"])))
+            elif name == "gpu_memory":
+                req = req.merged(Requirement(gpu_memory_gb=float(m.args[0] if m.args else m.kwargs["gb"])))
+            elif name in _ARCH_MARKERS:
+                req = req.merged(Requirement(arch=(name,)))
+            elif name == "arch":
+                req = req.merged(Requirement(arch=tuple(parse_arch(a) for a in m.args)))
+            elif name == "fp4":
+                req = req.merged(Requirement(fp4=True))
+            elif name == "nvlink":
+                req = req.merged(Requirement(nvlink=True))
+        except (IndexError, KeyError, ValueError, TypeError) as e:
+            raise pytest.UsageError(f"{item.nodeid}: bad @pytest.mark.{name}{m.args or ''}: {e}; "
+                                    f"see 'pytest --markers'") from None
+    return req
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    req = requirement_of(item)
+    if req.needs_gpu:
+        from .hardware import visible_indices
+
+        inv = _inventory(item.config)
+        reason = req.unmet(inv, visible_indices(inv) if not inv.error else None)
+        if reason:
+            # Reported at the test's location, as pytest's own skip marks are.
+            raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+# --- header and summary (only when matrix tests run) -----------------------------------------
+
+
+def _fingerprint(config) -> dict:
+    state = config.stash[STATE]
+    if state.fingerprint is None:
+        from . import fingerprint
+
+        state.fingerprint = fingerprint.collect(_inventory(config), _python(config))
+    return state.fingerprint
+
+
+def pytest_collection_finish(session):
+    state = session.config.stash[STATE]
+    if state.matrix_items and not hasattr(session.config, "workerinput"):
+        _show_header(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    state = node.config.stash[STATE]
+    if state.entries and any(f"[{e.id}" in i for e in state.entries for i in ids[:2000]):
+        _show_header(node.config)
+
+
+
+def _show_header(config):
+    state = config.stash[STATE]
+    if state.header_shown:
+        return
+    state.header_shown = True
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None:
+        return
+    from . import fingerprint
+
+    fp = _fingerprint(config)
+    tr.write_line(f"glmstack: {fingerprint.header(fp)}")
+    if config.option.verbose >= 0:
+        tr.write_line(f"glmstack: {len(state.entries)} matrix entries, hardware: {_inventory(config).describe()}")
+
+
+def pytest_runtest_logreport(report):
+    props = dict(report.user_properties)
+    entry_id = props.get("glmstack_entry")
+    if entry_id is None:
+        return
+    # Filled on the controller under xdist too: reports carry their user_properties there.
+    cfg = _CONFIG[0]
+    if cfg is None:
+        return
+    s = cfg.stash[STATE].summary.setdefault(entry_id, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
+    if report.when == "call" or report.outcome != "passed":
+        key = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+        s[key] = s.get(key, 0) + 1
+    for k in ("launch_seconds", "launch_status", "category", "known_issue", "gpus"):
+        if k in props and props[k] is not None:
+            s[k] = props[k]
+
+
+_CONFIG = [None]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    _CONFIG[0] = session.config
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    state = config.stash[STATE]
+    if not state.summary:
+        return
+    terminalreporter.write_sep("=", "glmstack matrix")
+    for line in report.entry_table(state.summary):
+        terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session):
+    state = session.config.stash[STATE]
+    for launch in list(state.launches.values()):
+        launch.stop(_num(session.config, "stop-grace"))
+    if not hasattr(session.config, "workerinput"):
+        from . import sweep
+
+        sweep.sweep_run(state.run_id)
+
+
+# --- fixtures ----------------------------------------------------------------------------------
+
+
+def _python(config) -> str:
+    return _opt(config, "python") or sys.executable
+
+
+def _catalog(config):
+    state = config.stash[STATE]
+    if state.catalog is None:
+        extra = [str(config.rootpath / p) if not os.path.isabs(p) else p for p in _opt(config, "known-issues")]
+        try:
+            state.catalog = diagnose.load_catalog(extra)
+        except diagnose.CatalogError as e:
+            raise pytest.UsageError(f"glmstack: bad known-issue catalog: {e}") from None
+    return state.catalog
+
+
+@pytest.fixture(scope="session")
+def glmstack_inventory(pytestconfig):
+    """The GPUs NVML sees on this machine (:class:`pytest_glmstack.hardware.Inventory`)."""
+    return _inventory(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def glmstack_fingerprint(pytestconfig):
+    """Versions of python, torch, flashinfer, sglang, sgl-kernel, CUDA, driver and GPUs."""
+    return _fingerprint(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def glmstack_entry(request):
+    """The matrix entry (:class:`pytest_glmstack.matrix.Entry`) this test is parametrized with."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def glmstack_launch(request, glmstack_entry, tmp_path_factory):
+    """The entry's server launch, shared by all tests of the entry. Never raises for a server
+    that failed to start: ``launch.ok``, ``launch.error`` and ``launch.diagnosis`` say how it went."""
+    from . import launcher
+
+    config = request.config
+    state = config.stash[STATE]
+    settings = _settings(config, tmp_path_factory)
+    progress = report.Progress(config, glmstack_entry.id)
+    launch = launcher.launch(glmstack_entry, settings, _inventory(config), on_phase=progress.phase,
+                             serial=len(state.launches))
+    progress.done(launch)
+    state.launches[glmstack_entry.id] = launch
+    yield launch
+    stop = launch.stop(settings.stop_grace)
+    state.launches.pop(glmstack_entry.id, None)
+    if stop is not None and stop.leftover:
+        pytest.fail(f"glmstack: {glmstack_entry.id}: {len(stop.leftover)} server process(es) survived SIGKILL: "
+                    + ", ".join(f"{p.pid}" for p in stop.leftover), pytrace=False)
+
+
+def _settings(config, tmp_path_factory):
+    from . import launcher, leases
+
+    state = config.stash[STATE]
+    if state.settings is None:
+        lock_dir = Path(_opt(config, "lock-dir") or leases.default_lock_dir())
+        state.settings = launcher.Settings(
+            python=_python(config),
+            host=_opt(config, "host"),
+            log_dir=tmp_path_factory.mktemp("glmstack-logs", numbered=True),
+            lock_dir=lock_dir,
+            model_cache=Path(_opt(config, "model-cache") or lock_dir.parent / "models"),
+            run_id=state.run_id,
+            stop_grace=_num(config, "stop-grace"),
+            catalog=_catalog(config),
+            launch_timeout_factor=_num(config, "launch-timeout-factor"),
+        )
+    return state.settings
+
+
+@pytest.fixture(scope="session")
+def glmstack_server(glmstack_launch, pytestconfig):
+    """The entry's running server (:class:`pytest_glmstack.server.Server`). A test using it
+    errors when the server did not launch, and is an expected failure when the entry expects
+    that failure (``expect: known_issue`` / ``launch: fail``)."""
+    launch = glmstack_launch
+    if launch.ok and not launch.entry.expects_failure:
+        return launch.server
+    verdict = judge_launch(pytestconfig, launch)
+    if verdict.xfail:
+        pytest.xfail(verdict.message)
+    pytest.fail(f"{launch.entry.id}: no server for this test: {verdict.message}", pytrace=False)
+
+
+def judge_launch(config, launch):
+    """The launch against the entry's expectations (see :meth:`Launch.judge`)."""
+    from . import fingerprint
+
+    return launch.judge(fingerprint.header(_fingerprint(config)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    entry = _entry_of(item)
+    if entry is None:
+        return
+    state = item.config.stash[STATE]
+    launch = state.launches.get(entry.id)
+    rep.user_properties.append(("glmstack_entry", entry.id))
+    if launch is not None:
+        if rep.when == "setup" or rep.when == "call":
+            rep.user_properties.append(("launch_status", launch.status()))
+            rep.user_properties.append(("launch_seconds", launch.seconds))
+            rep.user_properties.append(("gpus", list(launch.gpus)))
+            if launch.diagnosis is not None:
+                rep.user_properties.append(("category", launch.diagnosis.category))
+                ki = launch.diagnosis.known_issue
+                rep.user_properties.append(("known_issue", ki.id if ki else None))
+        if rep.failed:
+            n = int(_num(item.config, "log-lines"))
+            if launch.diagnosis is not None and launch.diagnosis.failed:
+                rep.sections.append(("glmstack diagnosis", launch.diagnosis.render()))
+            if launch.server is not None and launch.server.alive():
+                fatal = launch.server.watcher.fatal
+                if fatal is not None:
+                    d = diagnose.classify(launch.server.watcher.text(), _catalog(item.config))
+                    rep.sections.append(("glmstack diagnosis (server after launch)", d.render()))
+            rep.sections.append((f"glmstack server log (last {n} lines of {launch.log_path})", launch.log_tail(n)))

@@ -1,0 +1,57 @@
+"""What the terminal shows: launch progress and the per-entry summary table."""
+
+from __future__ import annotations
+
+import time
+
+
+class Progress:
+    """Shows which entry is starting and its phase read from the log, with elapsed time.
+
+    Quiet with -q and on xdist workers (their output is not the terminal's)."""
+
+    def __init__(self, config, entry_id: str):
+        self.entry_id = entry_id
+        self.t0 = time.monotonic()
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        quiet = config.option.verbose < 0 or hasattr(config, "workerinput")
+        self.tr = None if quiet or tr is None else tr
+        self.capman = config.pluginmanager.get_plugin("capturemanager")
+        self._last = None
+        self._say(f"starting {entry_id}")
+
+    def _say(self, text: str):
+        if self.tr is None:
+            return
+        # Fixtures run under output capture; progress belongs on the real terminal.
+        if self.capman is not None:
+            with self.capman.global_and_fixture_disabled():
+                self.tr.ensure_newline()
+                self.tr.write_line(f"glmstack: {text}")
+        else:
+            self.tr.ensure_newline()
+            self.tr.write_line(f"glmstack: {text}")
+
+    def phase(self, phase: str, line: str):
+        if phase != self._last:
+            self._last = phase
+            self._say(f"{self.entry_id}: {phase} ({time.monotonic() - self.t0:.0f} s)")
+
+    def done(self, launch):
+        self._say(f"{self.entry_id}: {launch.status()}")
+
+
+def entry_table(summary: dict) -> list[str]:
+    """One line per entry: outcome counts, launch time, diagnosis."""
+    rows = [("entry", "launch", "passed", "failed", "xfailed", "skipped", "diagnosis")]
+    for entry_id in sorted(summary):
+        s = summary[entry_id]
+        secs = s.get("launch_seconds")
+        launch = f"{secs:.1f} s" if isinstance(secs, (int, float)) else ("-" if not s.get("launch_status") else "failed")
+        diag = s.get("category") or ""
+        if s.get("known_issue"):
+            diag += f" [{s['known_issue']}]"
+        rows.append((entry_id, launch, str(s.get("passed", 0)), str(s.get("failed", 0)),
+                     str(s.get("xfailed", 0)), str(s.get("skipped", 0)), diag))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]

@@ -1,0 +1,361 @@
+"""Launch an SGLang server, watch its log, know when it is ready or dead, and stop all of it.
+
+Nothing here knows about pytest. A :class:`Server` is one ``python -m sglang.launch_server``
+process (and every process it starts) in a session of its own, its output in a log file that a
+:class:`LogWatcher` thread reads as it grows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from . import diagnose
+
+MARK_RUN = "GLMSTACK_RUN"  # one value per pytest run: sweeps find what a run started
+MARK_SERVER = "GLMSTACK_SERVER"  # one value per server: teardown finds all of its processes
+MARK_OWNER = "GLMSTACK_OWNER_PID"  # the pytest process that owns the run, for orphan sweeps
+
+# Phases read from the log while a server starts, newest wins. Formats of several releases.
+_PHASES = [
+    (re.compile(r"Load weight begin|Loading safetensors|Loading weights"), "loading weights"),
+    (re.compile(r"Load weight end"), "weights loaded"),
+    (re.compile(r"KV Cache is allocated|Memory pool end"), "KV cache allocated"),
+    (re.compile(r"Capture (?:target )?(\w+ )?(?:CUDA|cuda|CPU|cpu|piecewise CUDA) graph begin|Capture cuda graph bs|Capture cpu graph bs"), "capturing graphs"),
+    (re.compile(r"Compiling num tokens|torch\.compile|Compile (?:piecewise|cuda graph)"), "compiling"),
+    (re.compile(r"Capture (?:target )?(?:\w+ )?(?:CUDA|cuda|CPU|cpu) graph end|Capture cuda graph end|Capture piecewise CUDA graph end"), "graphs captured"),
+    (re.compile(r"Uvicorn running on|Application startup complete"), "warming up"),
+    (re.compile(r"The server is fired up and ready to roll"), "ready"),
+]
+READY_LINE = re.compile(r"The server is fired up and ready to roll")
+
+
+class LaunchError(Exception):
+    """The server did not become ready. ``kind``: 'exited', 'fatal', 'timeout' or 'start'."""
+
+    def __init__(self, kind: str, message: str, server: "Server | None" = None):
+        self.kind, self.server = kind, server
+        super().__init__(message)
+
+
+@dataclass
+class LogWatcher:
+    """Follows a growing log file in a thread; remembers phase, first fatal line and readiness."""
+
+    path: Path
+    interval: float = 0.05
+    on_phase: Callable[[str, str], None] | None = None
+    lines: list = field(default_factory=list)
+    phase: str = "starting"
+    fatal: tuple | None = None  # (monotonic time, line)
+    ready_line_at: float | None = None
+    last_growth: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self):
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"glmstack-log:{self.path.name}", daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
+        self._read_new()  # whatever was written last
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._read_new()
+            self._stop.wait(self.interval)
+
+    _pos = 0
+    _partial = ""
+
+    def _read_new(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._pos)
+                chunk = f.read()
+        except OSError:
+            return
+        if not chunk:
+            return
+        self._pos += len(chunk)
+        self.last_growth = time.monotonic()
+        text = self._partial + chunk.decode("utf-8", errors="replace")
+        parts = text.split("\n")
+        self._partial = parts.pop()
+        now = time.monotonic()
+        with self._lock:
+            for line in parts:
+                self.lines.append(line)
+                if self.fatal is None and diagnose.first_fatal_line(line):
+                    self.fatal = (now, line)
+                if self.ready_line_at is None and READY_LINE.search(line):
+                    self.ready_line_at = now
+                for pat, name in _PHASES:
+                    m = pat.search(line)
+                    if m:
+                        detail = name
+                        if name == "capturing graphs":
+                            bs = re.search(r"bs[= ]?\[?([\d, ]+)", line)
+                            detail = f"capturing graphs ({m.group(1).strip()} )" if m.lastindex and m.group(1) else name
+                            if bs:
+                                detail = f"{name} (bs {bs.group(1).strip()[:40]})"
+                        if detail != self.phase:
+                            self.phase = detail
+                            if self.on_phase:
+                                self.on_phase(detail, line)
+
+    def text(self) -> str:
+        with self._lock:
+            return "\n".join(self.lines + ([self._partial] if self._partial else []))
+
+    def tail(self, n: int = 40) -> str:
+        with self._lock:
+            lines = self.lines[-n:]
+        return "\n".join(_abbreviate(l) for l in lines)
+
+
+def _abbreviate(line: str, width: int = 400) -> str:
+    # server_args dumps run to many kilobytes; keep the tail readable.
+    return line if len(line) <= width else line[: width - 20] + f" ... [{len(line) - width + 20} more chars]"
+
+
+@dataclass
+class StopReport:
+    seconds: float
+    terminated: int
+    killed: int
+    leftover: list  # processes still alive after everything (should be empty)
+
+
+def _marked(proc: psutil.Process, var: str, value: str) -> bool:
+    try:
+        return proc.environ().get(var) == value
+    except (psutil.Error, OSError):
+        return False
+
+
+def find_marked(var: str, value: str) -> list[psutil.Process]:
+    """Processes whose environment carries var=value (those that left our session included)."""
+    me = os.getpid()
+    out = []
+    for p in psutil.process_iter(["pid"]):
+        if p.pid != me and _marked(p, var, value):
+            out.append(p)
+    return out
+
+
+def stop_processes(procs: list[psutil.Process], grace: float) -> tuple[int, int, list]:
+    """SIGTERM, wait up to ``grace`` seconds, SIGKILL the rest. Returns (terminated, killed, alive)."""
+    procs = [p for p in procs if p.is_running()]
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    gone, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    _, still = psutil.wait_procs(alive, timeout=5)
+    still = [p for p in still if _alive(p)]
+    return len(gone), len(alive), still
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+class Server:
+    """One SGLang server process tree."""
+
+    def __init__(self, argv: list[str], *, env: dict, log_path: Path, host: str, port: int,
+                 server_id: str, health_path: str = "/health",
+                 on_phase: Callable[[str, str], None] | None = None):
+        self.argv, self.env, self.log_path = list(argv), dict(env), Path(log_path)
+        self.host, self.port, self.server_id, self.health_path = host, port, server_id, health_path
+        self.env[MARK_SERVER] = server_id
+        self.proc: subprocess.Popen | None = None
+        self.watcher = LogWatcher(self.log_path, on_phase=on_phase)
+        self.started_at: float | None = None
+        self.ready_at: float | None = None
+        self.stop_report: StopReport | None = None
+        self._log_file = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def launch_seconds(self) -> float | None:
+        return None if self.ready_at is None or self.started_at is None else self.ready_at - self.started_at
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self):
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_file = open(self.log_path, "wb")
+        self._log_file.write(("$ " + " ".join(_quote(a) for a in self.argv) + "\n").encode())
+        self._log_file.flush()
+        self.started_at = time.monotonic()
+        try:
+            # A session of its own: signals to pytest's group do not reach it directly, and
+            # teardown can take the whole group down at once.
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log_file,
+                                         stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        except OSError as e:
+            raise LaunchError("start", f"could not start {self.argv[0]}: {e}", self) from None
+        self.watcher.start()
+        return self
+
+    def wait_ready(self, timeout: float, poll: float = 0.25, fatal_grace: float = 1.0):
+        """Return when /health answers 200 from our own process; raise LaunchError otherwise.
+
+        Fails within ``fatal_grace`` of a fatal log line even if the launcher lives on, at once
+        when the process exits, and after ``timeout`` seconds at most.
+        """
+        import httpx
+
+        deadline = self.started_at + timeout
+        with httpx.Client(timeout=httpx.Timeout(2.0, connect=0.5), trust_env=False) as client:
+            while True:
+                now = time.monotonic()
+                code = self.proc.poll()
+                if code is not None:
+                    self.watcher.stop()
+                    raise LaunchError("exited", f"server exited with code {_exit_text(code)} before it was ready", self)
+                fatal = self.watcher.fatal
+                if fatal is not None and now - fatal[0] >= fatal_grace:
+                    # Give the rest of the traceback its moment to reach the log, then stop.
+                    raise LaunchError("fatal", f"fatal line in the server log while the launcher still runs: {fatal[1].strip()[:300]}", self)
+                if now >= deadline:
+                    raise LaunchError("timeout", f"not ready after {timeout:g} s (last phase: {self.watcher.phase}; "
+                                                 f"log silent for {now - self.watcher.last_growth:.0f} s)", self)
+                try:
+                    r = client.get(self.url + self.health_path)
+                    if r.status_code == 200 and self._owns_port():
+                        self.ready_at = time.monotonic()
+                        return self
+                except httpx.HTTPError:
+                    pass
+                time.sleep(max(0.0, min(poll, deadline - time.monotonic())))
+
+    def _owns_port(self) -> bool:
+        """Whether the socket answering on our port belongs to our process tree."""
+        try:
+            tree = [psutil.Process(self.proc.pid)]
+            tree += tree[0].children(recursive=True)
+        except psutil.Error:
+            return False
+        for p in tree:
+            try:
+                for c in p.net_connections(kind="tcp"):
+                    if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port:
+                        return True
+            except (psutil.Error, OSError):
+                continue
+        return False
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process of this server: its tree and anything carrying its marker."""
+        found: dict[int, psutil.Process] = {}
+        if self.proc is not None:
+            try:
+                root = psutil.Process(self.proc.pid)
+                found[root.pid] = root
+                for c in root.children(recursive=True):
+                    found[c.pid] = c
+            except psutil.Error:
+                pass
+        for p in find_marked(MARK_SERVER, self.server_id):
+            found.setdefault(p.pid, p)
+        return [p for p in found.values() if _alive(p)]
+
+    def stop(self, grace: float = 15.0) -> StopReport:
+        """SIGTERM to the process group, ``grace`` seconds, SIGKILL, then a sweep by marker."""
+        t0 = time.monotonic()
+        procs = self.processes()
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        terminated, killed, _ = stop_processes(procs, grace)
+        # Processes that reparented or started their own session after we looked.
+        late = [p for p in find_marked(MARK_SERVER, self.server_id) if _alive(p)]
+        if late:
+            t2, k2, _ = stop_processes(late, 2.0)
+            terminated, killed = terminated + t2, killed + k2
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.watcher.stop()
+        if self._log_file:
+            self._log_file.close()
+        leftover = [p for p in self.processes() if _alive(p)]
+        self.stop_report = StopReport(time.monotonic() - t0, terminated, killed, leftover)
+        return self.stop_report
+
+    def generate(self, input_ids: list[int], max_new_tokens: int, timeout: float = 120.0, **sampling) -> dict:
+        """One /generate request with token ids (no tokenizer needed); greedy unless told."""
+        import httpx
+
+        params = {"max_new_tokens": max_new_tokens, "temperature": 0.0, "ignore_eos": True, **sampling}
+        r = httpx.post(self.url + "/generate", json={"input_ids": input_ids, "sampling_params": params},
+                       timeout=timeout, trust_env=False)
+        r.raise_for_status()
+        return r.json()
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"{code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return str(code)
+    if code > 128:
+        try:
+            return f"{code} (killed by {signal.Signals(code - 128).name})"
+        except ValueError:
+            pass
+    return str(code)
+
+
+def _quote(a: str) -> str:
+    return a if re.match(r"^[\w@%+=:,./-]+$", a) else "'" + a.replace("'", "'\"'\"'") + "'"
+
+
+def sglang_argv(python: str, model: str, args: tuple[str, ...], host: str, port: int) -> list[str]:
+    return [python, "-m", "sglang.launch_server", "--model-path", model, *args, "--host", host, "--port", str(port)]
+
+
+def default_python() -> str:
+    return sys.executable

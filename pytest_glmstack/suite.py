@@ -1,0 +1,38 @@
+"""The standard checks of every matrix entry, as ordinary pytest tests.
+
+Import them into a test module of your project to run them on your matrix::
+
+    # tests/test_matrix.py
+    from pytest_glmstack.suite import *  # noqa: F401,F403
+
+The plugin parametrizes them with every entry of the configured matrix files.
+"""
+
+import pytest
+
+from pytest_glmstack.plugin import judge_launch
+
+__all__ = ["test_launch", "test_generate"]
+
+# Token ids below the tiny vocabularies' sizes, so any model accepts them.
+PROMPT_IDS = [5, 6, 7, 8, 9, 10, 11, 12]
+
+
+def test_launch(glmstack_launch, pytestconfig):
+    """The server became ready within its launch_timeout and is alive (or failed as expected)."""
+    verdict = judge_launch(pytestconfig, glmstack_launch)
+    if verdict.xfail:
+        pytest.xfail(verdict.message)
+    if not verdict.passed:
+        pytest.fail(f"{glmstack_launch.entry.id}: {verdict.message}", pytrace=False)
+    assert glmstack_launch.server.alive(), f"{glmstack_launch.entry.id}: server process exited after it was ready"
+
+
+def test_generate(glmstack_server, glmstack_entry):
+    """A greedy request returns exactly the number of tokens it asked for."""
+    n = glmstack_entry.expect.generate_tokens
+    out = glmstack_server.generate(PROMPT_IDS, max_new_tokens=n)
+    ids = out.get("output_ids")
+    assert ids is not None, f"no output_ids in the response: {out}"
+    assert len(ids) == n, f"asked for {n} tokens, got {len(ids)}: {ids} (finish: {out.get('meta_info', {}).get('finish_reason')})"
+    assert out["meta_info"]["completion_tokens"] == n

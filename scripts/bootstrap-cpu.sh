@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up everything the CPU matrix and the test suite need, from nothing, on an x86_64 Linux box
+# with Python 3.10+ and gcc: a virtual environment with real SGLang (CPU engine), torch,
+# flashinfer-python, this plugin and its test tools. Safe to run again: it skips what is done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PY=${PYTHON:-python3}
+stamp="$VENV/.glmstack-bootstrap"
+want=$(cat scripts/cpu-stack.txt scripts/bootstrap-cpu.sh pyproject.toml | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "glmstack bootstrap: setting up $VENV (a few minutes on first run)" >&2
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip --disable-pip-version-check -q install -r scripts/cpu-stack.txt
+# --no-deps: their GPU-only requirements (flashinfer-jit-cache, flash-attn-4, ...) do not
+# install here and are not used by the CPU engine.
+"$VENV/bin/python" -m pip --disable-pip-version-check -q install --no-deps \
+  sglang==0.5.23 sglang-kernel==0.4.10 flashinfer-python==0.7.2.post1
+"$VENV/bin/python" -m pip --disable-pip-version-check -q install -e '.[dev]'
+"$VENV/bin/python" -m pip --disable-pip-version-check -q check >/dev/null 2>&1 || true
+# sglang-kernel links against the driver library; a machine without a driver gets one that
+# answers "no device" (see scripts/nocuda/libcuda_nodevice.c).
+mkdir -p "$VENV/lib/nocuda"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  gcc -shared -fPIC -O2 -Wl,-soname,libcuda.so.1 -o "$VENV/lib/nocuda/libcuda.so.1" scripts/nocuda/libcuda_nodevice.c
+fi
+"$VENV/bin/python" - <<'PY'
+import importlib.metadata as m
+for d in ("sglang", "torch", "flashinfer-python", "pytest-glmstack"):
+    print(f"glmstack bootstrap: {d} {m.version(d)}")
+PY
+echo "$want" > "$stamp"

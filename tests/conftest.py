@@ -1,0 +1,16 @@
+import sys
+from pathlib import Path
+
+# In-process pytester runs restore sys.modules afterwards, while the package object keeps its
+# lazily imported submodules as attributes; import them here so both stay consistent.
+import psutil  # noqa: F401
+import httpx  # noqa: F401
+import pytest_glmstack.diagnose  # noqa: F401
+import pytest_glmstack.fingerprint  # noqa: F401
+import pytest_glmstack.hardware  # noqa: F401
+import pytest_glmstack.launcher  # noqa: F401
+import pytest_glmstack.leases  # noqa: F401
+import pytest_glmstack.server  # noqa: F401
+import pytest_glmstack.sweep  # noqa: F401
+
+sys.path.insert(0, str(Path(__file__).parent))
