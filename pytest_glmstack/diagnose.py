@@ -310,22 +310,31 @@ def _tracebacks(lines: list[str]) -> list[dict]:
     return out
 
 
-def _origin(frames: list[Frame]) -> tuple[str | None, str | None, str | None]:
-    """(origin, caller, raised_at) from frames, outermost first."""
+def _pkg(path: str) -> str:
+    return short_path(path).split("/", 1)[0]
+
+
+def _origin(frames: list[Frame], compiled: bool) -> tuple[str | None, str | None, str | None]:
+    """(origin, caller, raised_at) from frames, outermost first.
+
+    origin: the innermost frame of library code (not torch, not the standard library);
+    caller: the outermost frame outside torch's machinery of a compiled region (the code that
+    was being compiled), or for a plain traceback the nearest frame of another package.
+    """
     if not frames:
         return None, None, None
     raised_at = frames[-1].short
     libs = [f for f in frames if not _is_torch_machinery(f.path) and not _is_stdlib(f.path)]
     origin = libs[-1].short if libs else raised_at
     caller = None
-    # The caller is the outermost non-torch frame below where torch's machinery took over,
-    # e.g. sglang's model code that called into a compiled region.
     if libs:
-        first_torch = next((k for k, f in enumerate(frames) if _is_torch_machinery(f.path)), None)
-        before = [f for f in frames[: first_torch or len(frames)] if not _is_torch_machinery(f.path)]
-        candidate = (before[-1] if before else libs[0]).short
-        caller = candidate if candidate != origin else None
-    return origin, caller, raised_at
+        if compiled:
+            caller = libs[0].short
+        else:
+            own = _pkg(libs[-1].path)
+            other = [f for f in libs if _pkg(f.path) != own]
+            caller = other[-1].short if other else None
+    return origin, caller if caller != origin else None, raised_at
 
 
 def _is_benign(line: str) -> bool:
@@ -368,14 +377,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if name.endswith("Unsupported") and tail and not msg:
             summary = f"{name}: {tail[0]}"
         failure_text_parts.append("\n".join(lines[tb["start"]: tb["end"]]))
+        # Dynamo lists the frames of the compiled region under 'from user code:'.
         frames = tb["user_frames"] or tb["frames"]
-        origin, caller, raised_at = _origin(frames)
-        if tb["user_frames"] and tb["frames"]:
-            # Where the compiled region was entered from, outside torch.
-            outer = [f for f in tb["frames"] if not _is_torch_machinery(f.path) and not _is_stdlib(f.path)]
-            if outer and not caller:
-                caller = outer[-1].short
-        for f in (tb["user_frames"] or tb["frames"])[-3:]:
+        origin, caller, raised_at = _origin(frames, compiled=bool(tb["user_frames"]))
+        shown = [f for f in frames if not _is_torch_machinery(f.path)][-4:]
+        for f in shown:
             evidence.append(f'File "{short_path(f.path)}", line {f.line}, in {f.func}')
     for k in fatal_lines[-3:]:
         line = lines[k].strip()

@@ -29,7 +29,7 @@ def parse_arch(text: str) -> str:
     if t in FAMILIES:
         return t
     m = _SM_RE.match(t)
-    if not m:
+    if not m or int(m.group(1)) < 70:  # sm12 is a typo, not compute capability 1.2
         raise ValueError(
             f"unknown architecture {text!r}: write sm<major><minor> (sm90, sm100, sm120) "
             f"or a family ({', '.join(FAMILIES)})"
@@ -206,10 +206,11 @@ def visible_indices(inventory: Inventory, env=None) -> list[int]:
             continue
         if tok.isdigit():
             i = int(tok)
-            if i in all_idx and i not in out:
+            if i not in all_idx:
+                break  # an invalid ordinal ends the list, as the CUDA runtime does
+            if i not in out:
                 out.append(i)
             continue
-        # An invalid ordinal ends the list, as the CUDA runtime does.
         match = [g.index for g in inventory.gpus if g.uuid.startswith(tok) or g.uuid == f"GPU-{tok}"]
         if not match:
             break

@@ -175,13 +175,14 @@ def judge_launch(launch: Launch, stack: str) -> Verdict:
                                          f"{e.name!r} ({e.where()})")
         return Verdict(True, False, f"ready in {launch.seconds:.1f} s")
     got = d.known_issue.id if d and d.known_issue else None
-    detail = d.render() if d else str(launch.error)
+    # One line here; the full diagnosis is a section of the report, above the log tail.
+    detail = f"{d.category}: {d.summary}" + (f" [known issue {got}]" if got else "") if d else str(launch.error)
     if exp.known_issue:
         if got == exp.known_issue:
             return Verdict(False, True, f"known issue {got}: {d.known_issue.title}{why}")
         return Verdict(False, False, f"expected known issue {exp.known_issue}{why}, but the launch failed "
-                                     f"{'with known issue ' + got if got else 'differently'}: {launch.error}\n{detail}")
+                                     f"{'with known issue ' + got if got else 'differently'}: {launch.error}\n  {detail}")
     if exp.launch == "fail":
         return Verdict(False, True, f"launch failed as expected{why}: {d.category if d else ''}: {d.summary if d else launch.error}")
-    return Verdict(False, False, f"server did not launch: {launch.error}\n{detail}")
+    return Verdict(False, False, f"server did not launch: {launch.error}\n  {detail}")
 

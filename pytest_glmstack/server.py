@@ -200,6 +200,7 @@ class Server:
         self.started_at: float | None = None
         self.ready_at: float | None = None
         self.stop_report: StopReport | None = None
+        self.failed_at: float | None = None  # when wait_ready gave up, monotonic
         self._log_file = None
 
     @property
@@ -248,13 +249,16 @@ class Server:
                 now = time.monotonic()
                 code = self.proc.poll()
                 if code is not None:
+                    self.failed_at = now
                     self.watcher.stop()
                     raise LaunchError("exited", f"server exited with code {_exit_text(code)} before it was ready", self)
                 fatal = self.watcher.fatal
                 if fatal is not None and now - fatal[0] >= fatal_grace:
                     # Give the rest of the traceback its moment to reach the log, then stop.
+                    self.failed_at = now
                     raise LaunchError("fatal", f"fatal line in the server log while the launcher still runs: {fatal[1].strip()[:300]}", self)
                 if now >= deadline:
+                    self.failed_at = now
                     raise LaunchError("timeout", f"not ready after {timeout:g} s (last phase: {self.watcher.phase}; "
                                                  f"log silent for {now - self.watcher.last_growth:.0f} s)", self)
                 try:

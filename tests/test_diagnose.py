@@ -1,0 +1,140 @@
+"""Diagnosis of real server logs, of the real Dynamo-vs-FlashInfer crash, and the CLI."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_glmstack import diagnose
+
+LOGS = Path(__file__).parent / "data" / "logs"
+CATALOG = diagnose.load_catalog()
+
+
+def classify(name):
+    return diagnose.classify((LOGS / name).read_text(errors="replace"), CATALOG)
+
+
+@pytest.mark.parametrize("name", [
+    "cpu-0.5.23-startup.log",
+    "cpu-0.5.23-served.log",
+    "h200-0.5.17-cudagraph.log",
+    "h200-0.5.17-nograph.log",
+    "h200-0.5.17-pcg-enforced.log",
+    "h200-0.5.17-torch-compile-graph-breaks.log",
+])
+def test_healthy_logs_are_clean(name):
+    d = classify(name)
+    assert d.verdict == "clean", d.render()
+
+
+@pytest.mark.parametrize("name, category, known, origin", [
+    ("h200-0.5.17-bad-flag-enable-piecewise.log", "bad_flag", "sglang-flag-enable-piecewise-cuda-graph-removed", None),
+    ("cpu-0.5.23-torch-compile.log", "cuda_graph_capture", "sglang-cpu-engine-torch-compile",
+     "sglang/srt/model_executor/cpu_graph_runner.py:__init__"),
+])
+def test_failed_logs(name, category, known, origin):
+    d = classify(name)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+    assert d.known_issue is not None and d.known_issue.id == known
+    assert d.origin == origin
+
+
+FLASHINFER_IN_COMPILE = textwrap.dedent("""
+    import torch
+    import flashinfer.jit.cpp_ext as cpp_ext
+
+    def fp4_quantize_path(x):
+        # What FlashInfer's FP4 quantize asks its JIT first: the CUDA version of nvcc.
+        if cpp_ext.is_cuda_version_at_least("12.8"):
+            return x * 2
+        return x
+
+    torch.compile(fp4_quantize_path, backend="eager", fullgraph=True)(torch.ones(4))
+""")
+
+
+@pytest.fixture(scope="module")
+def flashinfer_crash_log(tmp_path_factory):
+    """The motivating crash, reproduced for real with the installed torch and flashinfer."""
+    if importlib.util.find_spec("flashinfer") is None:  # not imported here: it imports torch
+        pytest.skip("flashinfer-python is not installed")
+    d = tmp_path_factory.mktemp("fi")
+    script = d / "repro.py"
+    script.write_text(FLASHINFER_IN_COMPILE)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0, "torch.compile traced FlashInfer's JIT version check cleanly: " + r.stdout[-500:]
+    log = d / "repro.log"
+    log.write_text(r.stdout + r.stderr)
+    return log
+
+
+def test_motivating_crash_is_dynamo_unsupported_with_known_issue_and_origin(flashinfer_crash_log):
+    d = diagnose.classify(flashinfer_crash_log.read_text(), CATALOG)
+    assert d.category == "dynamo_unsupported", d.render()
+    assert d.known_issue.id == "dynamo-traces-flashinfer-jit-cuda-version"
+    assert d.origin.startswith("flashinfer/jit/cpp_ext.py:get_cuda_")
+    assert d.caller.endswith("repro.py:fp4_quantize_path")
+    assert "Attempted to call function marked as skipped" in d.summary
+
+
+def test_cli_json_on_real_crash(flashinfer_crash_log):
+    r = subprocess.run([sys.executable, "-m", "pytest_glmstack", "diagnose", str(flashinfer_crash_log), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert set(out) >= {"verdict", "category", "known_issue", "origin", "summary", "evidence"}
+    assert (out["verdict"], out["category"], out["known_issue"]) == (
+        "failed", "dynamo_unsupported", "dynamo-traces-flashinfer-jit-cuda-version")
+
+
+def test_cli_exit_codes(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "pytest_glmstack", "diagnose", *args],
+                              capture_output=True, text=True)
+
+    assert run(str(LOGS / "h200-0.5.17-cudagraph.log")).returncode == 0
+    bad = run(str(LOGS / "h200-0.5.17-bad-flag-enable-piecewise.log"))
+    assert bad.returncode == 1 and "bad_flag" in bad.stdout
+    missing = run(str(tmp_path / "nope.log"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(bytes(range(256)) * 10)
+    r = run(str(junk))
+    assert r.returncode == 2 and "binary data" in r.stderr
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    assert run(str(empty)).returncode == 2
+
+
+def test_benign_warnings_do_not_count():
+    text = "\n".join([
+        "[2026-11-30 20:37:35] Ignore import error when loading sglang.srt.models.qwen4_exp: CUDA error: no device",
+        "/x/site-packages/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated.",
+        "'--cuda-graph-max-bs' is deprecated and will be removed in a future release.",
+        "[2026-11-30 20:37:37] The server is fired up and ready to roll!",
+    ])
+    assert diagnose.classify(text, CATALOG).verdict == "clean"
+
+
+def test_user_catalog_adds_and_overrides(tmp_path):
+    extra = tmp_path / "mine.yaml"
+    extra.write_text(textwrap.dedent("""
+        issues:
+          - id: my-oom
+            title: our box runs out of KV cache at 0.8
+            category: oom
+            patterns: ['Not enough memory']
+            workaround: use 0.85
+    """))
+    cat = diagnose.load_catalog([extra])
+    d = diagnose.classify("Traceback (most recent call last):\n  File \"/a/site-packages/sglang/x.py\", line 1, in f\nRuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n", cat)
+    assert d.category == "oom" and d.known_issue.id in ("my-oom", "sglang-kv-cache-not-enough-memory")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("issues:\n  - id: x\n    title: t\n    category: nope\n    patterns: [a]\n")
+    with pytest.raises(diagnose.CatalogError, match="unknown category 'nope'"):
+        diagnose.load_catalog([bad])

@@ -1,0 +1,118 @@
+"""Matrix files: loading, defaults, frozen entries, and errors that name file, line, entry, key."""
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_glmstack import matrix
+from pytest_glmstack.matrix import MatrixError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load(tmp_path, text, name="m.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return matrix.load([p])
+
+
+def error(tmp_path, text, name="m.yaml") -> MatrixError:
+    with pytest.raises(MatrixError) as ei:
+        load(tmp_path, text, name)
+    return ei.value
+
+
+def test_repository_matrices_load():
+    entries = matrix.load(matrix.expand_paths(["matrix/*.yaml"], REPO))
+    ids = [e.id for e in entries]
+    assert ids == sorted(ids)
+    assert "cpu-tiny/baseline" in ids and "glm5-nvfp4/piecewise-cuda-graph" in ids
+    glm = {e.name: e for e in entries if e.matrix == "glm5-nvfp4"}
+    assert glm["baseline"].gpus_needed == 8
+    assert glm["baseline"].requires.arch == ("sm120",) and glm["baseline"].requires.fp4
+    assert glm["piecewise-cuda-graph"].expect.known_issue == "dynamo-traces-flashinfer-jit-cuda-version"
+    cpu = {e.name: e for e in entries if e.matrix == "cpu-tiny"}
+    assert cpu["baseline"].gpus_needed == 0
+    assert cpu["torch-compile"].expects_failure
+
+
+def test_defaults_merge_and_entries_are_frozen(tmp_path):
+    (e1, e2) = load(tmp_path, """
+        name: t
+        defaults:
+          model: m
+          args: ["--a", "1"]
+          env: {X: "1", Y: "2"}
+          requires: {gpus: 2}
+          expect: {capture: [decode]}
+        entries:
+          - id: two
+            args: ["--b"]
+            env: {Y: "3"}
+            expect: {generate_tokens: 4}
+          - id: one
+            model: other
+            requires: {gpus: 1, arch: SM_120}
+    """)
+    assert (e1.id, e2.id) == ("t/one", "t/two")
+    assert e2.args == ("--a", "1", "--b") and e2.env_dict == {"X": "1", "Y": "3"}
+    assert e2.expect.capture == ("decode",) and e2.expect.generate_tokens == 4
+    assert e1.model == "other" and e1.requires.arch == ("sm120",) and e1.requires.gpus == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e1.model = "x"
+
+
+@pytest.mark.parametrize("args, gpus", [
+    (["--tp-size", "8"], 8),
+    (["--tp", "4", "--dp-size", "2"], 8),
+    (["--tp-size=4", "--dp", "2", "--enable-dp-attention"], 4),
+    (["--tensor-parallel-size", "2", "--pp-size", "2"], 4),
+    (["--device", "cpu", "--tp-size", "2"], 0),
+    ([], 1),
+])
+def test_gpus_needed_from_parallel_flags(args, gpus):
+    assert matrix.parallel_gpus(tuple(args)) == gpus
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ("entries:\n  - id: a\n    model: m\n    args: [--x\n", "m.yaml:", "invalid YAML"),
+    ("entries:\n  - id: a\n    model: m\n    argz: []\n", "m.yaml:4, entry 'a', key 'argz'", "unknown key 'argz' in an entry"),
+    ("entries:\n  - id: a\n    model: m\n  - id: a\n    model: n\n", "m.yaml:4, entry 'a', key 'id'", "duplicate id 'a' (also at line 2)"),
+    ("entries:\n  - id: a\n    model: m\n    env: {X: [1]}\n", "m.yaml:4, entry 'a', key 'env.X'", "must be a string"),
+    ("entries:\n  - id: a\n    model: m\n    requires: {gpus: two}\n", "entry 'a', key 'requires.gpus'", "expected a whole number of GPUs, got a string"),
+    ("entries:\n  - id: a\n    model: m\n    requires: {arch: sm12}\n", "entry 'a', key 'requires.arch'", "unknown architecture 'sm12'"),
+    ("entries:\n  - id: a\n    model: m\n    expect: {capture: [decoder]}\n", "entry 'a', key 'expect.capture'", "unknown phase 'decoder'"),
+    ("entries:\n  - id: a\n    model: m\n    launch_timeout: -1\n", "entry 'a', key 'launch_timeout'", "must be more than 0"),
+    ("entries:\n  - id: a b\n    model: m\n", "entry 'a b', key 'id'", "no spaces or slashes"),
+    ("entries:\n  - id: a\n", "entry 'a', key 'model'", "no model"),
+    ("entries: []\n", "m.yaml", "no entries"),
+    ("", "m.yaml", "the file is empty"),
+    ("- 1\n- 2\n", "m.yaml", "the top level must be a mapping"),
+    ("defaults: {modle: x}\nentries:\n  - id: a\n", "key 'modle'", "unknown key 'modle' in defaults"),
+    ("entries:\n  - id: a\n    model: m\n    expect: {same_output_as: zz}\n", "entry 'a', key 'expect.same_output_as'", "not an entry of this file"),
+])
+def test_errors_name_file_line_entry_key(tmp_path, text, where, message):
+    e = error(tmp_path, text)
+    assert where in str(e), str(e)
+    assert message in str(e), str(e)
+
+
+def test_unknown_key_suggests_the_close_one(tmp_path):
+    e = error(tmp_path, "entries:\n  - id: a\n    model: m\n    requirs: {}\n")
+    assert "did you mean 'requires'?" in str(e)
+
+
+def test_binary_file_is_an_error_not_a_traceback(tmp_path):
+    p = tmp_path / "m.yaml"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(MatrixError, match="not UTF-8"):
+        matrix.load([p])
+
+
+def test_same_name_in_two_files(tmp_path):
+    (tmp_path / "a.yaml").write_text("name: x\nentries:\n  - {id: a, model: m}\n")
+    (tmp_path / "b.yaml").write_text("name: x\nentries:\n  - {id: b, model: m}\n")
+    with pytest.raises(MatrixError, match="matrix name 'x' is also used by"):
+        matrix.load(matrix.expand_paths([str(tmp_path)], "."))
