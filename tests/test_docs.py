@@ -1,0 +1,62 @@
+"""The examples in docs/ run: YAML blocks load, console examples print what they say."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from pytest_glmstack import diagnose, matrix
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = DOCS.parent
+
+
+def blocks(name, lang):
+    return re.findall(rf"```{lang}\n(.*?)```", (DOCS / name).read_text(), re.S)
+
+
+def test_matrix_example_loads(tmp_path):
+    (example,) = blocks("matrix.md", "yaml")
+    p = tmp_path / "example.yaml"
+    p.write_text(example)
+    ids = [e.id for e in matrix.load([p])]
+    assert ids == ["example/baseline", "example/no-radix-cache", "example/torch-compile"]
+
+
+def test_known_issue_example_loads(tmp_path):
+    (example,) = blocks("diagnosis.md", "yaml")
+    p = tmp_path / "mine.yaml"
+    p.write_text(example)
+    cat = diagnose.load_catalog([p])
+    assert "our-kv-cache-too-small" in [k.id for k in cat]
+
+
+def test_diagnose_console_example():
+    (example,) = blocks("diagnosis.md", "console")
+    cmd, *expected = example.strip().splitlines()
+    args = cmd.lstrip("$ ").split()
+    r = subprocess.run([sys.executable, *args[1:]], capture_output=True, text=True, cwd=ROOT)
+    for line in expected:
+        if line.strip() != "...":
+            assert line in r.stdout.splitlines(), (line, r.stdout)
+
+
+def test_every_category_is_documented():
+    text = (DOCS / "diagnosis.md").read_text()
+    for c in diagnose.CATEGORIES:
+        assert f"`{c}`" in text, c
+
+
+def test_every_option_marker_and_key_is_documented():
+    from pytest_glmstack import plugin
+
+    usage = (DOCS / "usage.md").read_text()
+    for name, *_ in plugin.OPTIONS + plugin.FLAGS:
+        assert f"--glmstack-{name}" in usage, name
+    for m in plugin.MARKERS:
+        assert f"`{m}" in usage, m
+    mdoc = (DOCS / "matrix.md").read_text()
+    for key in list(matrix.ENTRY_KEYS) + list(matrix.REQUIRES_KEYS) + list(matrix.EXPECT_KEYS):
+        assert f"`{key}`" in mdoc, key
