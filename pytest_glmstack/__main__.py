@@ -53,7 +53,7 @@ def cmd_diagnose(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from . import hardware, matrix, server
+    from . import hardware, launcher, matrix, server
 
     try:
         paths = matrix.expand_paths(args.paths or ["matrix"], ".")
@@ -73,7 +73,7 @@ def cmd_plan(args) -> int:
         argv = server.sglang_argv("python", e.model, e.args, "127.0.0.1", 0)
         print("  command: " + " ".join(server._quote(a) for a in argv[:-1]) + " <port>")
         if e.env:
-            print("  env: " + " ".join(f"{k}={v}" for k, v in e.env))
+            print("  env: " + " ".join(f"{k}={v}" for k, v in launcher.redact(e.env_dict).items()))
         print(f"  gpus: {e.gpus_needed}  launch_timeout: {e.launch_timeout:g} s")
         exp = [f"launch={e.expect.launch}"]
         if e.expect.known_issue:

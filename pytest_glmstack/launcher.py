@@ -60,8 +60,10 @@ class Launch:
 
     def log_tail(self, n: int = 40) -> str:
         if self.server is not None:
-            return self.server.watcher.tail(n)
-        return "\n".join(self.log_text().splitlines()[-n:])
+            text = self.server.watcher.tail(n)
+        else:
+            text = "\n".join(self.log_text().splitlines()[-n:])
+        return redact_text(text, self.entry.env_dict)
 
     def status(self) -> str:
         if self.ok:
@@ -88,8 +90,21 @@ class Launch:
         return report
 
 
+def is_secret(name: str) -> bool:
+    return any(w in name.upper() for w in SECRET_WORDS)
+
+
 def redact(env: dict) -> dict:
-    return {k: ("<redacted>" if any(w in k.upper() for w in SECRET_WORDS) else v) for k, v in env.items()}
+    """The env with the values of secret-looking variables (tokens, keys, passwords) hidden."""
+    return {k: ("<redacted>" if is_secret(k) else v) for k, v in env.items()}
+
+
+def redact_text(text: str, env: dict) -> str:
+    """Text with the values of the secret variables of ``env`` and of this process replaced."""
+    values = {v for k, v in {**os.environ, **env}.items() if is_secret(k) and len(v) >= 6}
+    for v in sorted(values, key=len, reverse=True):
+        text = text.replace(v, "<redacted>")
+    return text
 
 
 def server_env(entry: Entry, settings: Settings, gpus: tuple[int, ...] | None) -> dict:

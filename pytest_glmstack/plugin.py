@@ -3,10 +3,10 @@ only wires them to pytest. Heavy packages (torch, sglang, NVML) are never import
 
 from __future__ import annotations
 
-import json
 import os
+import signal
 import sys
-import time
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from .hardware import FAMILIES, Requirement, parse_arch
 
 # name, ini type, default, help: each is both --glmstack-NAME and the ini key glmstack_NAME.
 OPTIONS = [
-    ("matrix", "linelist", [], "matrix files, directories or glob patterns (relative to the rootdir) whose entries parametrize tests using glmstack fixtures"),
+    ("matrix", "linelist", [], "matrix files, directories or glob patterns whose entries parametrize tests using glmstack fixtures"),
     ("python", "string", "", "Python interpreter that runs 'python -m sglang.launch_server' (default: the one running pytest)"),
     ("host", "string", "127.0.0.1", "address servers bind to"),
     ("launch-timeout-factor", "string", "1", "multiply every entry's launch_timeout by this (slow or busy machines)"),
@@ -60,6 +60,7 @@ class State:
     summary: dict = field(default_factory=dict)  # entry id -> what reports said (xdist-safe)
     header_shown: bool = False
     settings: object = None
+    sigterm_installed: bool = False
 
 
 STATE = pytest.StashKey[State]()
@@ -103,10 +104,13 @@ def pytest_configure(config):
     workerinput = getattr(config, "workerinput", None)
     state.run_id = workerinput.get("glmstack_run", "") if workerinput else ""
     state.run_id = state.run_id or os.environ.get("GLMSTACK_RUN_ID") or uuid.uuid4().hex[:12]
-    patterns = _opt(config, "matrix")
+    # Paths on the command line are relative to where pytest was started; in the ini file,
+    # to the ini file's directory (the rootdir), as pytest's own paths are.
+    cli = config.getoption("glmstack_matrix")
+    patterns, base = (cli, config.invocation_params.dir) if cli else (config.getini("glmstack_matrix"), config.rootpath)
     if patterns:
         try:
-            paths = matrix.expand_paths(patterns, config.rootpath)
+            paths = matrix.expand_paths(patterns, base)
             state.entries = matrix.load(paths)
         except matrix.MatrixError as e:
             raise pytest.UsageError(f"glmstack: bad matrix file\n{e}") from None
@@ -120,6 +124,22 @@ def pytest_configure(config):
     # Servers of one entry share a worker: group them when xdist balances by plain load.
     if state.entries and getattr(config.option, "dist", "no") == "load":
         config.option.dist = "loadgroup"
+    # SIGTERM would end pytest without teardown; make it an interrupt, as Ctrl-C is, so the
+    # session finishes and stops its servers (the reaper guards cover SIGKILL and os._exit).
+    if state.entries and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL \
+            and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+        state.sigterm_installed = True
+
+
+def _sigterm_to_interrupt(signum, frame):
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(STATE, None)
+    if state is not None and state.sigterm_installed:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -412,6 +432,20 @@ def judge_launch(config, launch):
     return launch.judge(fingerprint.header(_fingerprint(config)))
 
 
+def _died_during(launch) -> str | None:
+    """Why the entry's server is no longer serving, or None while it is."""
+    server = launch.server
+    if server is None:
+        return None
+    code = server.proc.poll() if server.proc else None
+    if code is not None:
+        return f"the launcher exited with code {code}"
+    fatal = server.watcher.fatal
+    if fatal is not None:
+        return f"fatal line in its log: {fatal[1].strip()[:300]}"
+    return None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -431,13 +465,17 @@ def pytest_runtest_makereport(item, call):
                 rep.user_properties.append(("category", launch.diagnosis.category))
                 ki = launch.diagnosis.known_issue
                 rep.user_properties.append(("known_issue", ki.id if ki else None))
+        if rep.when == "call" and launch.ok and not launch.entry.expects_failure and rep.passed:
+            died = _died_during(launch)
+            if died:
+                rep.outcome = "failed"
+                rep.longrepr = f"{entry.id}: the server went down during this test: {died}"
         if rep.failed:
             n = int(_num(item.config, "log-lines"))
             if launch.diagnosis is not None and launch.diagnosis.failed:
                 rep.sections.append(("glmstack diagnosis", launch.diagnosis.render()))
-            if launch.server is not None and launch.server.alive():
-                fatal = launch.server.watcher.fatal
-                if fatal is not None:
-                    d = diagnose.classify(launch.server.watcher.text(), _catalog(item.config))
-                    rep.sections.append(("glmstack diagnosis (server after launch)", d.render()))
+            if launch.ok and _died_during(launch):
+                d = diagnose.classify(launch.log_text(), _catalog(item.config),
+                                      exit_code=launch.server.proc.poll())
+                rep.sections.append(("glmstack diagnosis (server went down after launch)", d.render()))
             rep.sections.append((f"glmstack server log (last {n} lines of {launch.log_path})", launch.log_tail(n)))

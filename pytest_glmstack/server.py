@@ -201,6 +201,7 @@ class Server:
         self.ready_at: float | None = None
         self.stop_report: StopReport | None = None
         self.failed_at: float | None = None  # when wait_ready gave up, monotonic
+        self.reaper: subprocess.Popen | None = None
         self._log_file = None
 
     @property
@@ -233,7 +234,20 @@ class Server:
         except OSError as e:
             raise LaunchError("start", f"could not start {self.argv[0]}: {e}", self) from None
         self.watcher.start()
+        self._start_reaper()
         return self
+
+    def _start_reaper(self):
+        """A guard that stops the server if this process dies without teardown (os._exit,
+        SIGKILL): pytest-timeout's thread method and crashed xdist workers do exactly that."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GLMSTACK_")}
+        try:
+            self.reaper = subprocess.Popen(
+                [sys.executable, "-m", "pytest_glmstack.reaper", str(os.getpid()), str(self.proc.pid), self.server_id],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, env=env)
+        except OSError:
+            self.reaper = None
 
     def wait_ready(self, timeout: float, poll: float = 0.25, fatal_grace: float = 1.0):
         """Return when /health answers 200 from our own process; raise LaunchError otherwise.
@@ -324,6 +338,12 @@ class Server:
         self.watcher.stop()
         if self._log_file:
             self._log_file.close()
+        if self.reaper is not None:
+            try:
+                self.reaper.wait(timeout=3)  # it exits once the server is gone
+            except subprocess.TimeoutExpired:
+                self.reaper.kill()
+                self.reaper.wait()
         leftover = [p for p in self.processes() if _alive(p)]
         self.stop_report = StopReport(time.monotonic() - t0, terminated, killed, leftover)
         return self.stop_report
