@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 
 GIB = 1024**3
@@ -319,3 +320,49 @@ def _nvlink_subset(inventory: Inventory, candidates: list[int], need: int) -> bo
         if len(group) >= need:
             return True
     return False
+
+
+def gpu_usage(indices, nvml=None) -> dict[int, tuple[int, set[int]]]:
+    """For each GPU index: (memory used in bytes, pids of compute processes NVML lists)."""
+    if not indices:
+        return {}
+    nvml = nvml if nvml is not None else load_nvml()
+    nvml.nvmlInit()
+    try:
+        out = {}
+        for i in indices:
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            used = int(nvml.nvmlDeviceGetMemoryInfo(h).used)
+            try:
+                pids = {int(p.pid) for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)}
+            except Exception:
+                pids = set()
+            out[i] = (used, pids)
+        return out
+    finally:
+        nvml.nvmlShutdown()
+
+
+def wait_gpu_released(baseline: dict[int, tuple[int, set[int]]], server_pids: set[int], timeout: float,
+                      slack: int = 512 * 1024**2, nvml=None, interval: float = 0.5) -> str | None:
+    """Wait until the server's processes are off the GPUs and memory is back to ``baseline``
+    (within ``slack``). Returns None when released, else what is still held.
+
+    Both are checked because in a container NVML may report host pids, which never match."""
+    if not baseline:
+        return None
+    deadline = time.monotonic() + timeout
+    while True:
+        now = gpu_usage(list(baseline), nvml)
+        held = []
+        for i, (used, pids) in now.items():
+            ours = pids & server_pids
+            grown = used - baseline[i][0]
+            if ours or grown > slack:
+                held.append(f"GPU {i}: {grown / 1024**2:.0f} MiB above its level before the launch"
+                            + (f", server pids {sorted(ours)} still listed" if ours else ""))
+        if not held:
+            return None
+        if time.monotonic() >= deadline:
+            return "; ".join(held)
+        time.sleep(interval)

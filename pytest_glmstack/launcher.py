@@ -43,6 +43,8 @@ class Launch:
     lease_wait: float = 0.0
     seconds: float | None = None  # process start to ready
     stopped: bool = False
+    gpu_baseline: dict = field(default_factory=dict)
+    gpu_leak: str | None = None  # what NVML still showed on the leased GPUs after teardown
     _port_lease: object = None
     _gpu_lease: object = None
 
@@ -75,14 +77,21 @@ class Launch:
         """This launch against its entry's expectations; ``stack`` names the stack in messages."""
         return judge_launch(self, stack)
 
-    def stop(self, grace: float):
+    def stop(self, grace: float, release_timeout: float = 60.0):
         if self.stopped:
             return self.server.stop_report if self.server else None
         self.stopped = True
         report = None
         try:
             if self.server is not None:
+                pids = {p.pid for p in self.server.processes()}
+                if self.server.proc is not None:
+                    pids.add(self.server.proc.pid)
                 report = self.server.stop(grace)
+                if self.gpu_baseline:
+                    from .hardware import wait_gpu_released
+
+                    self.gpu_leak = wait_gpu_released(self.gpu_baseline, pids, timeout=release_timeout)
         finally:
             for lease in (self._gpu_lease, self._port_lease):
                 if lease is not None:
@@ -139,6 +148,11 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
             lease = leases.lease_gpus(settings.lock_dir, fits, need, settings.lease_timeout)
             result._gpu_lease, result.gpus, result.lease_wait = lease, lease.indices, lease.waited
             gpus = lease.indices
+            if not inventory.error:
+                from .hardware import gpu_usage
+
+                # What the GPUs held before our server: teardown waits until they are back there.
+                result.gpu_baseline = gpu_usage(list(gpus))
         port = leases.lease_port(settings.lock_dir, settings.host)
         result._port_lease = port
         argv = sglang_argv(settings.python, model, entry.args, settings.host, port.port)

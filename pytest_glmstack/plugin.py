@@ -386,9 +386,13 @@ def glmstack_launch(request, glmstack_entry, tmp_path_factory):
     yield launch
     stop = launch.stop(settings.stop_grace)
     state.launches.pop(glmstack_entry.id, None)
+    # A leak fails the entry's last test (in its teardown), not whichever test comes next.
     if stop is not None and stop.leftover:
         pytest.fail(f"glmstack: {glmstack_entry.id}: {len(stop.leftover)} server process(es) survived SIGKILL: "
                     + ", ".join(f"{p.pid}" for p in stop.leftover), pytrace=False)
+    if launch.gpu_leak:
+        pytest.fail(f"glmstack: {glmstack_entry.id}: GPU memory not released after teardown: {launch.gpu_leak}",
+                    pytrace=False)
 
 
 def _settings(config, tmp_path_factory):

@@ -59,3 +59,18 @@ class FakeNvml:
 
     def nvmlSystemGetCudaDriverVersion(self):
         return self.cuda
+
+
+class FakeNvmlWithUsage(FakeNvml):
+    """Memory use and compute processes that a test changes over time."""
+
+    def __init__(self, gpus, used=None, procs=None, **kw):
+        super().__init__(gpus, **kw)
+        self.used = used or {i: 0 for i in range(len(gpus))}
+        self.procs = procs or {i: [] for i in range(len(gpus))}
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return SimpleNamespace(total=self.gpus[h][2], used=self.used[h], free=self.gpus[h][2] - self.used[h])
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.procs[h]]

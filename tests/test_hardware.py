@@ -87,3 +87,18 @@ def test_parse_arch(text, arch):
 def test_parse_arch_rejects(text):
     with pytest.raises(ValueError, match="unknown architecture"):
         hardware.parse_arch(text)
+
+
+def test_wait_gpu_released_sees_memory_and_pids():
+    from fakenvml import FakeNvmlWithUsage
+
+    nv = FakeNvmlWithUsage([H200, H200], used={0: 1 << 30, 1: 0}, procs={0: [], 1: []})
+    baseline = hardware.gpu_usage([0, 1], nv)
+    assert baseline == {0: (1 << 30, set()), 1: (0, set())}
+    nv.used[1] = 40 << 30
+    nv.procs[1] = [4242]
+    msg = hardware.wait_gpu_released(baseline, {4242}, timeout=0.3, nvml=nv, interval=0.1)
+    assert msg.startswith("GPU 1: 40960 MiB above its level before the launch, server pids [4242] still listed")
+    nv.procs[1] = []
+    nv.used[1] = 200 << 20  # within the slack: allocator caches of other processes
+    assert hardware.wait_gpu_released(baseline, {4242}, timeout=0.3, nvml=nv, interval=0.1) is None
