@@ -23,7 +23,7 @@ test-xdist:
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
 bench: setup
-	$(PY) bench/run.py
+	$(PY) bench/lifecycle.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

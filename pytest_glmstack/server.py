@@ -179,6 +179,14 @@ def stop_processes(procs: list[psutil.Process], grace: float) -> tuple[int, int,
     return len(gone), len(alive), still
 
 
+def _is_helper(p: psutil.Process) -> bool:
+    """multiprocessing's resource tracker lives as long as its parent, whatever we wait."""
+    try:
+        return "multiprocessing.resource_tracker" in " ".join(p.cmdline())
+    except psutil.Error:
+        return True
+
+
 def _alive(p: psutil.Process) -> bool:
     try:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
@@ -249,18 +257,26 @@ class Server:
         except OSError:
             self.reaper = None
 
-    def wait_ready(self, timeout: float, poll: float = 0.25, fatal_grace: float = 1.0):
-        """Return when /health answers 200 from our own process; raise LaunchError otherwise.
+    def wait_ready(self, timeout: float, poll: float = 0.25, fatal_grace: float = 0.5):
+        """Return when the server answers from our own process; raise LaunchError otherwise.
 
-        Fails within ``fatal_grace`` of a fatal log line even if the launcher lives on, at once
-        when the process exits, and after ``timeout`` seconds at most.
+        The log is checked every 50 ms: a fatal line fails the launch ``fatal_grace`` seconds
+        after it was written (time for the rest of the traceback), even if the launcher lives
+        on; an exited process fails it at once; ``timeout`` bounds the rest. HTTP polling runs
+        in a thread of its own, so a slow /health never delays what the log says.
         """
-        import httpx
-
         deadline = self.started_at + timeout
-        with httpx.Client(timeout=httpx.Timeout(2.0, connect=0.5), trust_env=False) as client:
+        answered = threading.Event()
+        stop = threading.Event()
+        poller = threading.Thread(target=self._poll_http, args=(answered, stop, poll), daemon=True,
+                                  name=f"glmstack-health:{self.port}")
+        poller.start()
+        try:
             while True:
                 now = time.monotonic()
+                if answered.is_set():
+                    self.ready_at = now
+                    return self
                 code = self.proc.poll()
                 if code is not None:
                     self.failed_at = now
@@ -268,21 +284,33 @@ class Server:
                     raise LaunchError("exited", f"server exited with code {_exit_text(code)} before it was ready", self)
                 fatal = self.watcher.fatal
                 if fatal is not None and now - fatal[0] >= fatal_grace:
-                    # Give the rest of the traceback its moment to reach the log, then stop.
                     self.failed_at = now
                     raise LaunchError("fatal", f"fatal line in the server log while the launcher still runs: {fatal[1].strip()[:300]}", self)
                 if now >= deadline:
                     self.failed_at = now
                     raise LaunchError("timeout", f"not ready after {timeout:g} s (last phase: {self.watcher.phase}; "
                                                  f"log silent for {now - self.watcher.last_growth:.0f} s)", self)
+                time.sleep(0.05)
+        finally:
+            stop.set()
+
+    def _poll_http(self, answered: threading.Event, stop: threading.Event, poll: float):
+        import httpx
+
+        with httpx.Client(timeout=httpx.Timeout(5.0, connect=0.5), trust_env=False) as client:
+            while not stop.is_set():
                 try:
-                    r = client.get(self.url + self.health_path)
+                    # SGLang prints its ready line after its own warm-up request; then a cheap
+                    # endpoint confirms the socket is ours. Before it, /health (which runs a
+                    # request through the scheduler: about 1 s on an idle CPU engine).
+                    path = "/model_info" if self.watcher.ready_line_at is not None else self.health_path
+                    r = client.get(self.url + path)
                     if r.status_code == 200 and self._owns_port():
-                        self.ready_at = time.monotonic()
-                        return self
+                        answered.set()
+                        return
                 except httpx.HTTPError:
                     pass
-                time.sleep(max(0.0, min(poll, deadline - time.monotonic())))
+                stop.wait(poll if self.watcher.ready_line_at is None else 0.02)
 
     def _owns_port(self) -> bool:
         """Whether the socket answering on our port belongs to our process tree."""
@@ -316,15 +344,36 @@ class Server:
         return [p for p in found.values() if _alive(p)]
 
     def stop(self, grace: float = 15.0) -> StopReport:
-        """SIGTERM to the process group, ``grace`` seconds, SIGKILL, then a sweep by marker."""
+        """SIGTERM to the process group; once the workers (scheduler, detokenizer: the
+        processes holding the model and the GPUs) have exited, or ``grace`` seconds passed,
+        SIGKILL what is left, then sweep by marker. The launcher's own HTTP drain takes
+        seconds and has nothing to drain once the tests are done, so it is not waited for."""
         t0 = time.monotonic()
         procs = self.processes()
-        if self.proc is not None and self.proc.poll() is None:
+        root = self.proc.pid if self.proc is not None else None
+        if root is not None and self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
+                os.killpg(root, signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
                 pass
-        terminated, killed, _ = stop_processes(procs, grace)
+        for p in procs:
+            try:
+                p.terminate()
+            except psutil.Error:
+                pass
+        workers = [p for p in procs if p.pid != root and not _is_helper(p)]
+        deadline = t0 + grace
+        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.05)
+        alive = [p for p in procs if _alive(p)]
+        terminated = len(procs) - len(alive)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        killed = len(alive)
         # Processes that reparented or started their own session after we looked.
         late = [p for p in find_marked(MARK_SERVER, self.server_id) if _alive(p)]
         if late:
@@ -338,14 +387,14 @@ class Server:
         self.watcher.stop()
         if self._log_file:
             self._log_file.close()
+        leftover = [p for p in self.processes() if _alive(p)]
+        self.stop_report = StopReport(time.monotonic() - t0, terminated, killed, leftover)
         if self.reaper is not None:
             try:
-                self.reaper.wait(timeout=3)  # it exits once the server is gone
+                self.reaper.wait(timeout=3)  # it exits by itself once the server is gone
             except subprocess.TimeoutExpired:
                 self.reaper.kill()
                 self.reaper.wait()
-        leftover = [p for p in self.processes() if _alive(p)]
-        self.stop_report = StopReport(time.monotonic() - t0, terminated, killed, leftover)
         return self.stop_report
 
     def generate(self, input_ids: list[int], max_new_tokens: int, timeout: float = 120.0, **sampling) -> dict:
