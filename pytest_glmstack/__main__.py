@@ -1,6 +1,7 @@
 """Command line: ``python -m pytest_glmstack`` (also the ``glmstack`` script).
 
     diagnose LOGFILE [--json]     what went wrong in a server log (exit 0 clean, 1 failed, 2 unusable)
+    probe [NAME ...] [--json]     run stack probes in fresh processes (exit 1 when any is dirty)
     plan [PATH ...]               every matrix entry, its command line and whether it runs here
     kill-orphans                  stop servers that earlier runs left behind
 """
@@ -85,6 +86,29 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_probe(args) -> int:
+    from . import probes
+
+    if args.list:
+        for p in probes.BUILTIN:
+            print(f"{p.name}\n    shows: {p.shows}\n    runs on: {p.runs_on}")
+        return 0
+    try:
+        selected = probes.by_name(args.names)
+    except KeyError as e:
+        return _unusable(e.args[0])
+    dirty = False
+    for p in selected:
+        r = probes.run(p, timeout=args.timeout)
+        dirty = dirty or r.verdict == "dirty"
+        if args.json:
+            d = r.to_dict()
+            print(json.dumps({k: d[k] for k in ("name", "verdict", "known_issue", "origin", "detail", "seconds", "error", "category")}))
+        else:
+            print(r.line(), flush=True)
+    return 1 if dirty else 0
+
+
 def cmd_kill_orphans(args) -> int:
     from . import sweep
 
@@ -104,6 +128,12 @@ def main(argv=None) -> int:
     pl = sub.add_parser("plan", help="show matrix entries, command lines and whether they run here")
     pl.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
     pl.set_defaults(fn=cmd_plan)
+    pr = sub.add_parser("probe", help="run stack probes, each in a fresh process")
+    pr.add_argument("names", nargs="*", help="built-in probe names or module:function (default: all built-in)")
+    pr.add_argument("--json", action="store_true", help="one JSON object per probe")
+    pr.add_argument("--list", action="store_true", help="list the built-in probes and what they show")
+    pr.add_argument("--timeout", type=float, default=300.0, help="seconds per probe (default 300)")
+    pr.set_defaults(fn=cmd_probe)
     k = sub.add_parser("kill-orphans", help="stop servers left behind by earlier runs")
     k.set_defaults(fn=cmd_kill_orphans)
     args = p.parse_args(argv)

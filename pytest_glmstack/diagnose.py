@@ -152,7 +152,7 @@ def short_path(path: str) -> str:
     m = re.search(r"/lib/python3\.\d+/(.*)$", p)
     if m:
         return m.group(1)
-    return p.rsplit("/", 2)[-1] if p.count("/") > 2 else p
+    return "/".join(p.split("/")[-2:]) if p.count("/") > 2 else p
 
 
 def _is_torch_machinery(path: str) -> bool:

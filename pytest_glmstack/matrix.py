@@ -35,6 +35,12 @@ FILE_KEYS = {
     "description": "what this matrix is about",
     "defaults": "keys shared by every entry",
     "entries": "list of server configurations",
+    "probes": "stack probes this matrix depends on (names, or mappings with name, known_issue, reason)",
+}
+PROBE_KEYS = {
+    "name": "a built-in probe (python -m pytest_glmstack probe --list) or module:function",
+    "known_issue": "the probe must be dirty with this known issue (a strict expected failure)",
+    "reason": "why the probe is expected to be dirty",
 }
 REQUIRES_KEYS = {
     "arch": "GPU architecture: sm90, sm100, sm120, ... or a family: hopper, blackwell (or a list)",
@@ -352,11 +358,22 @@ def _fields(ctx, node, allowed) -> dict:
 
 
 @dataclass(frozen=True)
+class ProbeSpec:
+    """A probe a matrix file asks for, and whether it is known to be dirty."""
+
+    name: str
+    path: str
+    known_issue: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Matrix:
     name: str
     path: str
     entries: tuple[Entry, ...] = field(default=())
     description: str = ""
+    probes: tuple[ProbeSpec, ...] = ()
 
 
 def load_file(path) -> Matrix:
@@ -379,8 +396,9 @@ def load_file(path) -> Matrix:
         defaults_node.lines = {}
     defaults = _fields(_Ctx(str(path), None), defaults_node, DEFAULT_KEYS)
     raw_entries = data.get("entries")
-    if raw_entries is None or raw_entries == []:
+    if (raw_entries is None or raw_entries == []) and not data.get("probes"):
         ctx.fail("no entries", key="entries", node=data, hint="add at least one entry with an 'id'")
+    raw_entries = raw_entries or []
     if not isinstance(raw_entries, list):
         ctx.fail(f"expected a list of entries, got {_typename(raw_entries)}", key="entries", node=data)
     entries = {}
@@ -407,7 +425,37 @@ def load_file(path) -> Matrix:
                               entry=e.name, key="expect.same_output_as", line=e.line,
                               hint=f"entries here: {', '.join(sorted(entries))}")
     return Matrix(name=name, path=str(path), entries=tuple(sorted(entries.values(), key=lambda e: e.id)),
-                  description=str(data.get("description", "")))
+                  description=str(data.get("description", "")), probes=_probes(ctx, data))
+
+
+def _probes(ctx, data) -> tuple[ProbeSpec, ...]:
+    raw = data.get("probes")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        ctx.fail(f"expected a list of probe names or mappings, got {_typename(raw)}", key="probes", node=data)
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            out.append(ProbeSpec(item, ctx.path))
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            ctx.fail(f"probe #{i + 1} must be a name or a mapping with 'name'", key="probes", node=data)
+        _check_keys(ctx, item, PROBE_KEYS, "a probe", prefix="probes.")
+        for k in ("known_issue", "reason"):
+            if k in item:
+                _want(ctx, item, k, item[k], (str,), "a string", "probes.")
+        out.append(ProbeSpec(item["name"], ctx.path, item.get("known_issue"), item.get("reason")))
+    return tuple(out)
+
+
+def load_probes(paths: Iterable[str | os.PathLike]) -> tuple[ProbeSpec, ...]:
+    """The probes the given matrix files ask for, each name once (the first file wins)."""
+    seen: dict[str, ProbeSpec] = {}
+    for p in paths:
+        for spec in load_file(p).probes:
+            seen.setdefault(spec.name, spec)
+    return tuple(seen[k] for k in sorted(seen))
 
 
 def _build(path, matrix_name, node, raw, defaults, ctx) -> Entry:

@@ -27,6 +27,8 @@ OPTIONS = [
     ("lock-dir", "string", "", "directory of the port and GPU lock files shared by all runs on this machine (default: <tmp>/pytest-glmstack-<uid>/locks)"),
     ("model-cache", "string", "", "where built-in models (builtin:tiny-llama) are made (default: beside the lock directory)"),
     ("known-issues", "linelist", [], "extra known-issue catalog files (YAML, see docs/diagnosis.md)"),
+    ("probes", "linelist", [], "stack probes to run as tests (built-in names or module:function), besides those the matrix files list"),
+    ("probe-timeout", "string", "300", "seconds one probe may take"),
 ]
 FLAGS = [
     ("kill-orphans", "before the run, stop servers that earlier glmstack runs left behind (their pytest process is gone)"),
@@ -44,6 +46,7 @@ MARKERS = {
     "blackwell": "blackwell: needs a Blackwell GPU (SM100, SM103, SM110, SM120, SM121)",
     "fp4": "fp4: needs GPUs with FP4 tensor cores (Blackwell)",
     "nvlink": "nvlink: needs GPUs connected pairwise through NVLink",
+    "probes": "probes: a stack probe (torch.compile / CUDA graph / FlashInfer check in a fresh process)",
 }
 _ARCH_MARKERS = ("sm90", "sm100", "sm120", "hopper", "blackwell")
 
@@ -51,6 +54,7 @@ _ARCH_MARKERS = ("sm90", "sm100", "sm120", "hopper", "blackwell")
 @dataclass
 class State:
     entries: tuple = ()
+    probes: tuple = ()
     run_id: str = ""
     inventory: object = None
     fingerprint: dict | None = None
@@ -112,6 +116,7 @@ def pytest_configure(config):
         try:
             paths = matrix.expand_paths(patterns, base)
             state.entries = matrix.load(paths)
+            state.probes = matrix.load_probes(paths)
         except matrix.MatrixError as e:
             raise pytest.UsageError(f"glmstack: bad matrix file\n{e}") from None
     if config.getoption("glmstack_kill_orphans") and workerinput is None:
@@ -171,7 +176,32 @@ def _entry_marks(entry) -> list:
     return marks
 
 
+def _probe_specs(config) -> list:
+    state = config.stash[STATE]
+    specs = {p.name: p for p in state.probes}
+    for name in _opt(config, "probes"):
+        specs.setdefault(name, matrix.ProbeSpec(name, "glmstack_probes"))
+    return [specs[k] for k in sorted(specs)]
+
+
 def pytest_generate_tests(metafunc):
+    if "glmstack_probe" in metafunc.fixturenames:
+        specs = _probe_specs(metafunc.config)
+        if not specs:
+            metafunc.parametrize("glmstack_probe", [pytest.param(None, marks=pytest.mark.skip(
+                reason="no probes: list them under 'probes:' in a matrix file, or in glmstack_probes"))],
+                ids=["no-probes"], indirect=True)
+        else:
+            from . import probes
+
+            builtin = {p.name: p for p in probes.BUILTIN}
+
+            def marks(spec):
+                gpus = builtin[spec.name].gpus if spec.name in builtin else 0
+                return [pytest.mark.probes] + ([pytest.mark.gpus(gpus)] if gpus else [])
+
+            metafunc.parametrize("glmstack_probe", [pytest.param(p, id=p.name.split(":")[-1], marks=marks(p))
+                                                    for p in specs], indirect=True)
     if "glmstack_entry" not in metafunc.fixturenames:
         return
     entries = metafunc.config.stash[STATE].entries
@@ -285,7 +315,8 @@ def _show_header(config):
     fp = _fingerprint(config)
     tr.write_line(f"glmstack: {fingerprint.header(fp)}")
     if config.option.verbose >= 0:
-        tr.write_line(f"glmstack: {len(state.entries)} matrix entries, hardware: {_inventory(config).describe()}")
+        tr.write_line(f"glmstack: {len(state.entries)} matrix entries, {len(_probe_specs(config))} probes, "
+                      f"hardware: {_inventory(config).describe()}")
 
 
 def pytest_runtest_logreport(report):
@@ -413,6 +444,38 @@ def _settings(config, tmp_path_factory):
             launch_timeout_factor=_num(config, "launch-timeout-factor"),
         )
     return state.settings
+
+
+@pytest.fixture
+def glmstack_probe(request):
+    """The probe (:class:`pytest_glmstack.matrix.ProbeSpec`) this test is parametrized with."""
+    return request.param
+
+
+def run_probe(config, spec):
+    """Run a probe in a fresh process; returns (ProbeResult, Verdict against its expectation)."""
+    from . import fingerprint, launcher, probes
+
+    try:
+        (probe,) = probes.by_name([spec.name])
+    except KeyError as e:
+        pytest.fail(f"{spec.path}: {e.args[0]}", pytrace=False)
+    result = probes.run(probe, python=_python(config), timeout=_num(config, "probe-timeout"), catalog=_catalog(config))
+    stack = fingerprint.header(_fingerprint(config))
+    why = f" ({spec.reason})" if spec.reason else ""
+    if result.verdict == "skipped":
+        return result, launcher.Verdict(False, False, f"skipped: {result.detail}")
+    if spec.known_issue:
+        if result.verdict == "clean":
+            return result, launcher.Verdict(False, False, f"known issue {spec.known_issue} no longer reproduces in probe "
+                                                          f"{spec.name} with {stack}: drop the workaround and the "
+                                                          f"known_issue of this probe in {spec.path}")
+        if result.known_issue == spec.known_issue:
+            return result, launcher.Verdict(False, True, f"known issue {spec.known_issue}{why}: {result.error}")
+        return result, launcher.Verdict(False, False, f"expected known issue {spec.known_issue}, got: {result.line()}")
+    if result.verdict == "dirty":
+        return result, launcher.Verdict(False, False, result.line())
+    return result, launcher.Verdict(True, False, result.line())
 
 
 @pytest.fixture(scope="session")

@@ -10,9 +10,9 @@ The plugin parametrizes them with every entry of the configured matrix files.
 
 import pytest
 
-from pytest_glmstack.plugin import judge_launch
+from pytest_glmstack.plugin import judge_launch, run_probe
 
-__all__ = ["test_launch", "test_generate"]
+__all__ = ["test_launch", "test_generate", "test_probe"]
 
 # Token ids below the tiny vocabularies' sizes, so any model accepts them.
 PROMPT_IDS = [5, 6, 7, 8, 9, 10, 11, 12]
@@ -36,3 +36,14 @@ def test_generate(glmstack_server, glmstack_entry):
     assert ids is not None, f"no output_ids in the response: {out}"
     assert len(ids) == n, f"asked for {n} tokens, got {len(ids)}: {ids} (finish: {out.get('meta_info', {}).get('finish_reason')})"
     assert out["meta_info"]["completion_tokens"] == n
+
+
+def test_probe(glmstack_probe, pytestconfig):
+    """A stack probe runs clean in a fresh process (or is dirty with its declared known issue)."""
+    result, verdict = run_probe(pytestconfig, glmstack_probe)
+    if result.verdict == "skipped":
+        pytest.skip(f"probe {glmstack_probe.name}: {result.detail}")
+    if verdict.xfail:
+        pytest.xfail(verdict.message)
+    if not verdict.passed:
+        pytest.fail(f"probe {glmstack_probe.name}: {verdict.message}\n{result.output[-4000:]}", pytrace=False)
