@@ -2,6 +2,7 @@
 
     diagnose LOGFILE [--json]     what went wrong in a server log (exit 0 clean, 1 failed, 2 unusable)
     probe [NAME ...] [--json]     run stack probes in fresh processes (exit 1 when any is dirty)
+    validate [PATH ...] [--json]  every entry's flags against the installed SGLang (exit 1 if any is invalid)
     plan [PATH ...]               every matrix entry, its command line and whether it runs here
     kill-orphans                  stop servers that earlier runs left behind
 """
@@ -53,17 +54,62 @@ def cmd_diagnose(args) -> int:
     return 1 if d.failed else 0
 
 
-def cmd_plan(args) -> int:
-    from . import hardware, launcher, matrix, server
+def _entries(paths):
+    from . import matrix
 
     try:
-        paths = matrix.expand_paths(args.paths or ["matrix"], ".")
-        entries = matrix.load(paths)
+        return matrix.load(matrix.expand_paths(paths or ["matrix"], "."))
     except matrix.MatrixError as e:
-        print(f"glmstack: {e}", file=sys.stderr)
+        raise SystemExit(_unusable(str(e)))
+
+
+def _spec(python):
+    from . import flags
+
+    try:
+        return flags.load_spec(python), None
+    except (flags.SpecUnavailable, OSError) as e:
+        return None, str(e)
+
+
+def cmd_validate(args) -> int:
+    from . import flags
+
+    entries = _entries(args.paths)
+    spec, why = _spec(args.python)
+    if spec is None:
+        msg = f"could not check flags against SGLang: {why}"
+        if args.json:
+            print(json.dumps({"checked": False, "reason": msg, "problems": []}))
+        else:
+            print(f"glmstack: {msg}", file=sys.stderr)
         return 2
+    rows, invalid = [], 0
+    for e in entries:
+        problems = flags.check(e.args, spec)
+        invalid += bool(flags.errors(problems))
+        for p in problems:
+            rows.append({"file": e.path, "line": e.line, "entry": e.name, "id": e.id, "flag": p.flag,
+                         "problem": p.problem, "suggestions": list(p.suggestions), "severity": p.severity})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            sugg = f" (did you mean {', '.join(r['suggestions'])}?)" if r["suggestions"] else ""
+            print(f"{r['file']}:{r['line']}: entry {r['entry']!r}: {r['severity']}: {r['flag']}: {r['problem']}{sugg}")
+        print(f"glmstack: {len(entries)} entries checked against SGLang {spec.sglang}: "
+              f"{invalid} invalid, {sum(r['severity'] == 'warning' for r in rows)} warning(s)")
+    return 1 if invalid else 0
+
+
+def cmd_plan(args) -> int:
+    from . import flags, hardware, launcher, server
+
+    entries = _entries(args.paths)
+    spec, why = _spec(args.python)
     inv = hardware.detect()
     print(f"hardware: {inv.describe()}")
+    print(f"flags: checked against SGLang {spec.sglang}" if spec else f"flags: not checked ({why})")
     for e in entries:
         reason = e.requires.unmet(inv) if e.requires.needs_gpu else None
         if e.gpus_needed and not e.requires.needs_gpu:
@@ -82,7 +128,13 @@ def cmd_plan(args) -> int:
         if e.expect.capture:
             exp.append("capture=" + ",".join(e.expect.capture))
         print("  expect: " + " ".join(exp))
-        print(f"  here: {'skip: ' + reason if reason else 'runs'}")
+        bad = flags.errors(flags.check(e.args, spec)) if spec is not None else []
+        if reason:
+            print(f"  here: skipped: {reason}")
+        elif bad:
+            print("  here: fails before launch: " + "; ".join(p.text() for p in bad))
+        else:
+            print("  here: runs")
     return 0
 
 
@@ -118,6 +170,9 @@ def cmd_kill_orphans(args) -> int:
 
 
 def main(argv=None) -> int:
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `glmstack plan | head` ends quietly
     p = argparse.ArgumentParser(prog="glmstack", description="pytest-glmstack tools")
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("diagnose", help="diagnose a server log")
@@ -127,7 +182,13 @@ def main(argv=None) -> int:
     d.set_defaults(fn=cmd_diagnose)
     pl = sub.add_parser("plan", help="show matrix entries, command lines and whether they run here")
     pl.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
+    pl.add_argument("--python", default=sys.executable, help="the Python that runs the servers")
     pl.set_defaults(fn=cmd_plan)
+    v = sub.add_parser("validate", help="check every entry's flags against the installed SGLang's parser")
+    v.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
+    v.add_argument("--json", action="store_true", help="a JSON list of problems")
+    v.add_argument("--python", default=sys.executable, help="the Python that runs the servers")
+    v.set_defaults(fn=cmd_validate)
     pr = sub.add_parser("probe", help="run stack probes, each in a fresh process")
     pr.add_argument("names", nargs="*", help="built-in probe names or module:function (default: all built-in)")
     pr.add_argument("--json", action="store_true", help="one JSON object per probe")

@@ -30,6 +30,7 @@ class Settings:
     lease_timeout: float = 3600.0
     catalog: tuple = ()
     launch_timeout_factor: float = 1.0
+    flag_spec: object = None  # flags.Spec of the installed SGLang, or None when it could not be read
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Launch:
     stopped: bool = False
     gpu_baseline: dict = field(default_factory=dict)
     gpu_leak: str | None = None  # what NVML still showed on the leased GPUs after teardown
+    flag_warnings: list = field(default_factory=list)  # deprecations found before launch
     _port_lease: object = None
     _gpu_lease: object = None
 
@@ -136,6 +138,22 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
     safe = entry.id.replace("/", "__")
     log_path = settings.log_dir / f"{safe}.log"
     result = Launch(entry=entry, log_path=log_path)
+    if settings.flag_spec is not None:
+        from . import flags
+
+        problems = flags.check(entry.args, settings.flag_spec)
+        result.flag_warnings = [p for p in problems if p.severity == "warning"]
+        bad = flags.errors(problems)
+        if bad:
+            # Caught before anything starts: SGLang would reject the command line itself.
+            text = "; ".join(p.text() for p in bad)
+            result.error = LaunchError("flags", f"invalid flags for SGLang {settings.flag_spec.sglang} in "
+                                                f"{entry.where()}, entry {entry.name!r}: {text}")
+            evidence = [f"error: unrecognized arguments: {p.flag}" if "unrecognized" in p.problem else p.text()
+                        for p in bad]
+            ki = next((k for k in settings.catalog if k.matches("\n".join(evidence))), None)
+            result.diagnosis = diagnose.Diagnosis("failed", "bad_flag", text, tuple(evidence), known_issue=ki)
+            return result
     try:
         model = entry.model
         if models.is_builtin(model):

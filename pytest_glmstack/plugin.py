@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import uuid
@@ -65,6 +66,7 @@ class State:
     header_shown: bool = False
     settings: object = None
     sigterm_installed: bool = False
+    flag_check_skipped: str | None = None
 
 
 STATE = pytest.StashKey[State]()
@@ -442,8 +444,30 @@ def _settings(config, tmp_path_factory):
             stop_grace=_num(config, "stop-grace"),
             catalog=_catalog(config),
             launch_timeout_factor=_num(config, "launch-timeout-factor"),
+            flag_spec=_flag_spec(config),
         )
     return state.settings
+
+
+def _flag_spec(config):
+    """The installed SGLang's flags, or None with a warning saying why they were not checked."""
+    from . import flags
+
+    state = config.stash[STATE]
+    try:
+        return flags.load_spec(_python(config), Path(_opt(config, "lock-dir") or leases_default()).parent / "flags")
+    except (flags.SpecUnavailable, OSError, subprocess.TimeoutExpired) as e:
+        state.flag_check_skipped = str(e)
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and not hasattr(config, "workerinput"):
+            tr.write_line(f"glmstack: could not check matrix flags before launching: {e}")
+        return None
+
+
+def leases_default():
+    from . import leases
+
+    return leases.default_lock_dir()
 
 
 @pytest.fixture
@@ -545,4 +569,5 @@ def pytest_runtest_makereport(item, call):
                 d = diagnose.classify(launch.log_text(), _catalog(item.config),
                                       exit_code=launch.server.proc.poll())
                 rep.sections.append(("glmstack diagnosis (server went down after launch)", d.render()))
-            rep.sections.append((f"glmstack server log (last {n} lines of {launch.log_path})", launch.log_tail(n)))
+            if launch.server is not None:
+                rep.sections.append((f"glmstack server log (last {n} lines of {launch.log_path})", launch.log_tail(n)))

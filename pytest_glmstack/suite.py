@@ -8,6 +8,8 @@ Import them into a test module of your project to run them on your matrix::
 The plugin parametrizes them with every entry of the configured matrix files.
 """
 
+import warnings
+
 import pytest
 
 from pytest_glmstack.plugin import judge_launch, run_probe
@@ -20,6 +22,8 @@ PROMPT_IDS = [5, 6, 7, 8, 9, 10, 11, 12]
 
 def test_launch(glmstack_launch, pytestconfig):
     """The server became ready within its launch_timeout and is alive (or failed as expected)."""
+    for w in glmstack_launch.flag_warnings:
+        warnings.warn(f"{glmstack_launch.entry.id} ({glmstack_launch.entry.where()}): {w.text()}", UserWarning)
     verdict = judge_launch(pytestconfig, glmstack_launch)
     if verdict.xfail:
         pytest.xfail(verdict.message)
