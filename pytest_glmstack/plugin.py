@@ -33,6 +33,7 @@ OPTIONS = [
 ]
 FLAGS = [
     ("kill-orphans", "before the run, stop servers that earlier glmstack runs left behind (their pytest process is gone)"),
+    ("no-flag-check", "launch without checking entries' flags against the installed SGLang's parser first (the server's own argparse still rejects bad ones, seconds later)"),
 ]
 
 MARKERS = {
@@ -444,7 +445,7 @@ def _settings(config, tmp_path_factory):
             stop_grace=_num(config, "stop-grace"),
             catalog=_catalog(config),
             launch_timeout_factor=_num(config, "launch-timeout-factor"),
-            flag_spec=_flag_spec(config),
+            flag_spec=None if config.getoption("glmstack_no_flag_check") else _flag_spec(config),
         )
     return state.settings
 
