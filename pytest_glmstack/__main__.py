@@ -2,6 +2,7 @@
 
     diagnose LOGFILE [--json]     what went wrong in a server log (exit 0 clean, 1 failed, 2 unusable)
     probe [NAME ...] [--json]     run stack probes in fresh processes (exit 1 when any is dirty)
+    compare OLD NEW               the diff table of two results files (exit 1 on regressions)
     validate [PATH ...] [--json]  every entry's flags against the installed SGLang (exit 1 if any is invalid)
     plan [PATH ...]               every matrix entry, its command line and whether it runs here
     kill-orphans                  stop servers that earlier runs left behind
@@ -161,6 +162,25 @@ def cmd_probe(args) -> int:
     return 1 if dirty else 0
 
 
+def cmd_compare(args) -> int:
+    from . import results
+
+    try:
+        tol = results.parse_tolerance(args.fail)
+        old = results.load(args.old, Path(args.results_dir))
+        new = results.load(args.new, Path(args.results_dir))
+    except (ValueError, results.ResultsError) as e:
+        return _unusable(str(e))
+    for line in results.stack_diff(old, new):
+        print("stack changed: " + line)
+    rows = results.compare(old, new, tol)
+    for line in results.table(rows):
+        print(line)
+    bad = [r for r in rows if r.verdict in ("regressed", "new-failure")]
+    print(f"glmstack: {len(bad)} regression(s) beyond {tol:.0%}" if bad else f"glmstack: no regression beyond {tol:.0%}")
+    return 1 if bad else 0
+
+
 def cmd_kill_orphans(args) -> int:
     from . import sweep
 
@@ -195,6 +215,12 @@ def main(argv=None) -> int:
     pr.add_argument("--list", action="store_true", help="list the built-in probes and what they show")
     pr.add_argument("--timeout", type=float, default=300.0, help="seconds per probe (default 300)")
     pr.set_defaults(fn=cmd_probe)
+    c = sub.add_parser("compare", help="compare two results files (exit 1 on regressions)")
+    c.add_argument("old", help="saved run name or results JSON path (the baseline)")
+    c.add_argument("new", help="saved run name or results JSON path")
+    c.add_argument("--fail", default="throughput:5%", help="tolerance, e.g. throughput:5%% (default)")
+    c.add_argument("--results-dir", default=".glmstack/results", help="where saved runs are (default .glmstack/results)")
+    c.set_defaults(fn=cmd_compare)
     k = sub.add_parser("kill-orphans", help="stop servers left behind by earlier runs")
     k.set_defaults(fn=cmd_kill_orphans)
     args = p.parse_args(argv)

@@ -83,6 +83,38 @@ class MatrixError(Exception):
 
 
 @dataclass(frozen=True)
+class Level:
+    """One concurrency level of a throughput expectation."""
+
+    concurrency: int
+    floor: float | None = None  # output tok/s the median must reach
+    ttft_ms: float | None = None  # ceiling on the median time to first token
+    itl_ms: float | None = None  # ceiling on the median inter-token latency
+
+
+@dataclass(frozen=True)
+class Throughput:
+    input_len: int = 128
+    output_len: int = 64
+    prompts: int = 64
+    warmup: int = 4
+    repeats: int = 3
+    levels: tuple[Level, ...] = ()
+
+
+THROUGHPUT_KEYS = {
+    "input_len": "prompt tokens per request (random token ids)",
+    "output_len": "tokens generated per request (EOS ignored)",
+    "prompts": "requests per repeat",
+    "warmup": "requests sent before measuring",
+    "repeats": "measurements per level; the median is the figure, the spread the noise",
+    "levels": "list of {concurrency, floor, ttft_ms, itl_ms}",
+}
+LEVEL_KEYS = {"concurrency": "concurrent requests", "floor": "output tok/s the median must reach",
+              "ttft_ms": "ceiling on median time to first token", "itl_ms": "ceiling on median inter-token latency"}
+
+
+@dataclass(frozen=True)
 class Expect:
     launch: str = "ok"
     known_issue: str | None = None
@@ -90,7 +122,7 @@ class Expect:
     capture: tuple[str, ...] = ()
     clean_compile: bool = False
     generate_tokens: int = 8
-    throughput: Any = None
+    throughput: Throughput | None = None
     same_output_as: str | None = None
 
 
@@ -327,11 +359,45 @@ def _expect(ctx, node, key, value) -> dict:
         out["capture"] = phases
     if "clean_compile" in value:
         _want(ctx, value, "clean_compile", value["clean_compile"], (bool,), "true or false", "expect.")
+    if "throughput" in value:
+        out["throughput"] = _throughput(ctx, value, value["throughput"])
     if "generate_tokens" in value:
         n = _want(ctx, value, "generate_tokens", value["generate_tokens"], (int,), "a whole number", "expect.")
         if n < 1:
             ctx.fail("must be at least 1", key="expect.generate_tokens", node=value)
     return out
+
+
+def _throughput(ctx, node, value) -> Throughput:
+    _want(ctx, node, "throughput", value, (dict,), "a mapping", "expect.")
+    _check_keys(ctx, value, THROUGHPUT_KEYS, "expect.throughput", prefix="expect.throughput.")
+    kw = {}
+    for k in ("input_len", "output_len", "prompts", "warmup", "repeats"):
+        if k in value:
+            v = _want(ctx, value, k, value[k], (int,), "a whole number", "expect.throughput.")
+            if v < (0 if k == "warmup" else 1):
+                ctx.fail("must be at least 1" if k != "warmup" else "must not be negative",
+                         key=f"expect.throughput.{k}", node=value)
+            kw[k] = v
+    levels = value.get("levels")
+    if not isinstance(levels, list) or not levels:
+        ctx.fail("expected a list of levels like {concurrency: 4, floor: 300}", key="expect.throughput.levels",
+                 node=value)
+    out, seen = [], set()
+    for lv in levels:
+        if not isinstance(lv, dict) or "concurrency" not in lv:
+            ctx.fail(f"each level needs 'concurrency', got {lv!r}", key="expect.throughput.levels", node=value)
+        _check_keys(ctx, lv, LEVEL_KEYS, "a throughput level", prefix="expect.throughput.levels.")
+        c = _want(ctx, lv, "concurrency", lv["concurrency"], (int,), "a whole number", "expect.throughput.levels.")
+        if c < 1 or c in seen:
+            ctx.fail(f"concurrency {c} is not positive or appears twice", key="expect.throughput.levels", node=value)
+        seen.add(c)
+        nums = {}
+        for k in ("floor", "ttft_ms", "itl_ms"):
+            if k in lv:
+                nums[k] = float(_want(ctx, lv, k, lv[k], (int, float), "a number", "expect.throughput.levels."))
+        out.append(Level(c, **nums))
+    return Throughput(levels=tuple(sorted(out, key=lambda l: l.concurrency)), **kw)
 
 
 def _fields(ctx, node, allowed) -> dict:

@@ -3,6 +3,7 @@ only wires them to pytest. Heavy packages (torch, sglang, NVML) are never import
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -30,6 +31,11 @@ OPTIONS = [
     ("known-issues", "linelist", [], "extra known-issue catalog files (YAML, see docs/diagnosis.md)"),
     ("probes", "linelist", [], "stack probes to run as tests (built-in names or module:function), besides those the matrix files list"),
     ("probe-timeout", "string", "300", "seconds one probe may take"),
+    ("json", "string", "", "write the run's results (stack fingerprint, launches, throughput) to this JSON file"),
+    ("save", "string", "", "store the run's results as NAME in the results directory, for --glmstack-compare"),
+    ("compare", "string", "", "compare with a saved run (NAME in the results directory, or a path) and fail what regressed"),
+    ("compare-fail", "string", "throughput:5%", "how far below the saved run a throughput figure may fall before its test fails"),
+    ("results-dir", "string", ".glmstack/results", "where --glmstack-save stores runs (relative to the rootdir)"),
 ]
 FLAGS = [
     ("kill-orphans", "before the run, stop servers that earlier glmstack runs left behind (their pytest process is gone)"),
@@ -68,6 +74,10 @@ class State:
     settings: object = None
     sigterm_installed: bool = False
     flag_check_skipped: str | None = None
+    results: dict | None = None
+    baseline: dict | None = None
+    tolerance: float = 0.05
+    written: list = field(default_factory=list)
 
 
 STATE = pytest.StashKey[State]()
@@ -129,6 +139,17 @@ def pytest_configure(config):
         tr = config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
             tr.write_line(f"glmstack: stopped {len(killed)} orphaned server process(es) of earlier runs")
+    from . import results
+
+    try:
+        state.tolerance = results.parse_tolerance(_opt(config, "compare-fail"))
+    except ValueError as e:
+        raise pytest.UsageError(f"--glmstack-compare-fail / glmstack_compare_fail: {e}") from None
+    if _opt(config, "compare"):
+        try:
+            state.baseline = results.load(_opt(config, "compare"), _results_dir(config))
+        except results.ResultsError as e:
+            raise pytest.UsageError(f"glmstack: --glmstack-compare: {e}") from None
     # Servers of one entry share a worker: group them when xdist balances by plain load.
     if state.entries and getattr(config.option, "dist", "no") == "load":
         config.option.dist = "loadgroup"
@@ -151,6 +172,11 @@ def pytest_unconfigure(config):
 
 
 @pytest.hookimpl(optionalhook=True)
+def _results_dir(config) -> Path:
+    d = Path(_opt(config, "results-dir"))
+    return d if d.is_absolute() else config.rootpath / d
+
+
 def pytest_configure_node(node):  # xdist controller: one run id for all workers
     node.workerinput["glmstack_run"] = node.config.stash[STATE].run_id
 
@@ -208,6 +234,17 @@ def pytest_generate_tests(metafunc):
     if "glmstack_entry" not in metafunc.fixturenames:
         return
     entries = metafunc.config.stash[STATE].entries
+    if "glmstack_concurrency" in metafunc.fixturenames:
+        pairs = [(e, lv.concurrency) for e in entries if e.expect.throughput for lv in e.expect.throughput.levels]
+        if not pairs:
+            metafunc.parametrize(["glmstack_entry", "glmstack_concurrency"], [pytest.param(None, 0, marks=pytest.mark.skip(
+                reason="no matrix entry has 'expect: throughput:'"))], ids=["no-throughput"],
+                indirect=["glmstack_entry"], scope="session")
+        else:
+            metafunc.parametrize(["glmstack_entry", "glmstack_concurrency"],
+                                 [pytest.param(e, c, id=f"{e.id}/c{c}", marks=_entry_marks(e)) for e, c in pairs],
+                                 indirect=["glmstack_entry"], scope="session")
+        return
     if not entries:
         metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(
             reason="no matrix entries: set glmstack_matrix in the ini file or pass --glmstack-matrix PATH"))],
@@ -338,6 +375,20 @@ def pytest_runtest_logreport(report):
     for k in ("launch_seconds", "launch_status", "category", "known_issue", "gpus"):
         if k in props and props[k] is not None:
             s[k] = props[k]
+    from . import results
+
+    state = cfg.stash[STATE]
+    if state.results is None:
+        state.results = results.new({})
+    e = results.entry(state.results, entry_id)
+    for k in ("launch_seconds", "launch_status", "category", "known_issue", "gpus"):
+        if props.get(k) is not None:
+            e[k] = props[k]
+    if report.when == "call" or report.outcome != "passed":
+        e["tests"][report.nodeid.split("::")[-1]] = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+    if "glmstack_throughput" in props:
+        tp = json.loads(props["glmstack_throughput"])
+        e["throughput"][str(tp["concurrency"])] = tp
 
 
 _CONFIG = [None]
@@ -355,16 +406,50 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_sep("=", "glmstack matrix")
     for line in report.entry_table(state.summary):
         terminalreporter.write_line(line)
+    if state.results and any(e["throughput"] for e in state.results["entries"].values()):
+        terminalreporter.write_sep("-", "glmstack throughput (output tok/s)")
+        for line in report.throughput_table(state.results):
+            terminalreporter.write_line(line)
+    if state.baseline is not None and state.results is not None:
+        from . import results
+
+        terminalreporter.write_sep("-", f"glmstack compared with {_opt(config, 'compare')} "
+                                        f"(tolerance {state.tolerance:.0%})")
+        for line in results.stack_diff(state.baseline, _finished_results(config)):
+            terminalreporter.write_line("stack changed: " + line)
+        rows = results.compare(state.baseline, _finished_results(config), state.tolerance)
+        for line in results.table(rows):
+            terminalreporter.write_line(line)
+    for label, path in state.written:
+        terminalreporter.write_line(f"glmstack: {label} {path}")
+
+
+def _finished_results(config) -> dict:
+    from . import results
+
+    state = config.stash[STATE]
+    if state.results is None:
+        state.results = results.new({})
+    state.results["stack"] = _fingerprint(config)
+    return state.results
 
 
 def pytest_sessionfinish(session):
-    state = session.config.stash[STATE]
+    config = session.config
+    state = config.stash[STATE]
     for launch in list(state.launches.values()):
-        launch.stop(_num(session.config, "stop-grace"))
-    if not hasattr(session.config, "workerinput"):
-        from . import sweep
+        launch.stop(_num(config, "stop-grace"))
+    if not hasattr(config, "workerinput"):
+        from . import results, sweep
 
         sweep.sweep_run(state.run_id)
+        if state.results is not None and (_opt(config, "json") or _opt(config, "save")):
+            data = _finished_results(config)
+            if _opt(config, "json"):
+                state.written.append(("results written to", results.write(data, Path(_opt(config, "json")))))
+            if _opt(config, "save"):
+                path = results.resolve(_opt(config, "save"), _results_dir(config))
+                state.written.append((f"results saved as {_opt(config, 'save')!r} in", results.write(data, path)))
 
 
 # --- fixtures ----------------------------------------------------------------------------------
@@ -501,6 +586,60 @@ def run_probe(config, spec):
     if result.verdict == "dirty":
         return result, launcher.Verdict(False, False, result.line())
     return result, launcher.Verdict(True, False, result.line())
+
+
+@pytest.fixture(scope="session")
+def glmstack_concurrency(request):
+    """The concurrency level of a throughput test (parametrized with the entry's levels)."""
+    return getattr(request, "param", None)
+
+
+def check_throughput(request, server, entry, concurrency):
+    """Measure the entry's throughput at ``concurrency`` and judge it: every request complete,
+    floor (a miss within the measured noise is retried once), latency ceilings, and the saved
+    baseline when comparing. Records the figures for the results file."""
+    from . import bench
+
+    config = request.config
+    state = config.stash[STATE]
+    tp = entry.expect.throughput
+    level = next(lv for lv in tp.levels if lv.concurrency == concurrency)
+    load = bench.Load(tp.input_len, tp.output_len, tp.prompts, tp.warmup, tp.repeats)
+    model = server.argv[server.argv.index("--model-path") + 1]
+    tokenizer = None if "--skip-tokenizer-init" in server.argv else model
+
+    def measure():
+        try:
+            return bench.measure(_python(config), server.host, server.port, model, tokenizer, load, concurrency)
+        except bench.BenchError as e:
+            pytest.fail(f"{entry.id} at concurrency {concurrency}: {e}", pytrace=False)
+
+    attempts = [measure()]
+    if level.floor is not None and bench.within_noise(attempts[0], level.floor):
+        attempts.append(measure())  # a miss inside the noise gets one more look
+    m = attempts[-1]
+    base = None
+    if state.baseline is not None:
+        base = state.baseline["entries"].get(entry.id, {}).get("throughput", {}).get(str(concurrency), {}).get("median")
+    record = {**m.to_dict(), "floor": level.floor, "ttft_ms_max": level.ttft_ms, "itl_ms_max": level.itl_ms,
+              "attempts": [a.median for a in attempts], "baseline": base}
+    problems = []
+    if level.floor is not None and m.median < level.floor:
+        problems.append(f"{m.median:.1f} output tok/s is below the floor {level.floor:g}")
+    if level.ttft_ms is not None and m.ttft_ms is not None and m.ttft_ms > level.ttft_ms:
+        problems.append(f"median TTFT {m.ttft_ms:.1f} ms is above the ceiling {level.ttft_ms:g} ms")
+    if level.itl_ms is not None and m.itl_ms is not None and m.itl_ms > level.itl_ms:
+        problems.append(f"median ITL {m.itl_ms:.2f} ms is above the ceiling {level.itl_ms:g} ms")
+    if base is not None and m.median < base * (1 - state.tolerance):
+        problems.append(f"regressed: {m.median:.1f} tok/s is {1 - m.median / base:.1%} below the saved run's "
+                        f"{base:.1f} (tolerance {state.tolerance:.0%})")
+    record["verdict"] = "failed" if problems else "passed"
+    request.node.user_properties.append(("glmstack_throughput", json.dumps(record)))
+    runs = ", ".join(f"{a.median:.1f} (spread {a.spread:.1%})" for a in attempts)
+    if problems:
+        pytest.fail(f"{entry.id} at concurrency {concurrency}: " + "; ".join(problems)
+                    + f". Measured (median of {load.repeats}): {runs}", pytrace=False)
+    return m
 
 
 @pytest.fixture(scope="session")

@@ -55,3 +55,17 @@ def entry_table(summary: dict) -> list[str]:
                      str(s.get("xfailed", 0)), str(s.get("skipped", 0)), diag))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def throughput_table(results: dict) -> list[str]:
+    """Entry x concurrency: tok/s (median and spread), floor, baseline, delta, verdict."""
+    rows = [("entry", "concurrency", "tok/s", "spread", "floor", "baseline", "delta", "verdict")]
+    for eid in sorted(results["entries"]):
+        for c, t in sorted(results["entries"][eid]["throughput"].items(), key=lambda kv: int(kv[0])):
+            base = t.get("baseline")
+            rows.append((eid, c, f"{t['median']:.1f}", f"{t['spread']:.1%}",
+                         "-" if t.get("floor") is None else f"{t['floor']:g}",
+                         "-" if base is None else f"{base:.1f}",
+                         "-" if not base else f"{t['median'] / base - 1:+.1%}", t.get("verdict", "")))
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(x) for c, x in zip(r, w)).rstrip() for r in rows]

@@ -12,9 +12,9 @@ import warnings
 
 import pytest
 
-from pytest_glmstack.plugin import judge_launch, run_probe
+from pytest_glmstack.plugin import check_throughput, judge_launch, run_probe
 
-__all__ = ["test_launch", "test_generate", "test_probe"]
+__all__ = ["test_launch", "test_generate", "test_throughput", "test_probe"]
 
 # Token ids below the tiny vocabularies' sizes, so any model accepts them.
 PROMPT_IDS = [5, 6, 7, 8, 9, 10, 11, 12]
@@ -40,6 +40,12 @@ def test_generate(glmstack_server, glmstack_entry):
     assert ids is not None, f"no output_ids in the response: {out}"
     assert len(ids) == n, f"asked for {n} tokens, got {len(ids)}: {ids} (finish: {out.get('meta_info', {}).get('finish_reason')})"
     assert out["meta_info"]["completion_tokens"] == n
+
+
+def test_throughput(glmstack_server, glmstack_entry, glmstack_concurrency, request):
+    """Output tok/s at one concurrency level (SGLang's bench_serving) reaches the entry's floor,
+    stays under its latency ceilings and, when comparing, has not regressed."""
+    check_throughput(request, glmstack_server, glmstack_entry, glmstack_concurrency)
 
 
 def test_probe(glmstack_probe, pytestconfig):
