@@ -234,6 +234,16 @@ def pytest_generate_tests(metafunc):
     if "glmstack_entry" not in metafunc.fixturenames:
         return
     entries = metafunc.config.stash[STATE].entries
+    if "glmstack_capture" in metafunc.fixturenames:
+        with_capture = [e for e in entries if e.expect.capture or e.expect.clean_compile]
+        if not with_capture:
+            metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(
+                reason="no matrix entry has 'expect: capture:' or 'clean_compile: true'"))], ids=["no-capture"],
+                indirect=True, scope="session")
+        else:
+            metafunc.parametrize("glmstack_entry", [pytest.param(e, id=e.id, marks=_entry_marks(e)) for e in with_capture],
+                                 indirect=True, scope="session")
+        return
     if "glmstack_concurrency" in metafunc.fixturenames:
         pairs = [(e, lv.concurrency) for e in entries if e.expect.throughput for lv in e.expect.throughput.levels]
         if not pairs:
@@ -586,6 +596,24 @@ def run_probe(config, spec):
     if result.verdict == "dirty":
         return result, launcher.Verdict(False, False, result.line())
     return result, launcher.Verdict(True, False, result.line())
+
+
+@pytest.fixture(scope="session")
+def glmstack_capture(glmstack_entry):
+    """The capture expectation of the entry: (phases that must be captured, clean_compile)."""
+    return glmstack_entry.expect.capture, glmstack_entry.expect.clean_compile
+
+
+def check_capture(server, entry):
+    """The server's log against ``expect: capture`` and ``clean_compile``."""
+    from . import capture
+
+    rep = capture.read(server.watcher.text())
+    problems = capture.problems(rep, entry.expect.capture, entry.expect.clean_compile)
+    captured = ", ".join(f"{k} (backend={v.backend}, {v.seconds:.2f} s)" for k, v in rep.phases.items() if v.captured)
+    if problems:
+        pytest.fail(f"{entry.id}: " + "; ".join(problems) + f". Captured: {captured or 'nothing'}", pytrace=False)
+    return rep
 
 
 @pytest.fixture(scope="session")

@@ -12,9 +12,9 @@ import warnings
 
 import pytest
 
-from pytest_glmstack.plugin import check_throughput, judge_launch, run_probe
+from pytest_glmstack.plugin import check_capture, check_throughput, judge_launch, run_probe
 
-__all__ = ["test_launch", "test_generate", "test_throughput", "test_probe"]
+__all__ = ["test_launch", "test_generate", "test_capture", "test_throughput", "test_probe"]
 
 # Token ids below the tiny vocabularies' sizes, so any model accepts them.
 PROMPT_IDS = [5, 6, 7, 8, 9, 10, 11, 12]
@@ -40,6 +40,13 @@ def test_generate(glmstack_server, glmstack_entry):
     assert ids is not None, f"no output_ids in the response: {out}"
     assert len(ids) == n, f"asked for {n} tokens, got {len(ids)}: {ids} (finish: {out.get('meta_info', {}).get('finish_reason')})"
     assert out["meta_info"]["completion_tokens"] == n
+
+
+def test_capture(glmstack_server, glmstack_entry, glmstack_capture):
+    """The phases the entry expects were captured as CUDA graphs (none silently disabled, no
+    decode batch without a graph) and, with clean_compile, no graph break or recompile after
+    warm-up."""
+    check_capture(glmstack_server, glmstack_entry)
 
 
 def test_throughput(glmstack_server, glmstack_entry, glmstack_concurrency, request):

@@ -138,3 +138,55 @@ def test_user_catalog_adds_and_overrides(tmp_path):
     bad.write_text("issues:\n  - id: x\n    title: t\n    category: nope\n    patterns: [a]\n")
     with pytest.raises(diagnose.CatalogError, match="unknown category 'nope'"):
         diagnose.load_catalog([bad])
+
+
+# --- capture, read from real logs ---------------------------------------------------------------
+
+from pytest_glmstack import capture  # noqa: E402
+
+
+def read(name):
+    return capture.read((LOGS / name).read_text(errors="replace"))
+
+
+def test_capture_with_cuda_graphs_on_h200():
+    r = read("h200-0.5.17-cudagraph.log")
+    assert r.captured("decode") and r.captured("prefill")
+    assert (r.phases["decode"].backend, r.phases["decode"].seconds) == ("full", 0.94)
+    assert capture.problems(r, ("decode", "prefill"), clean_compile=True) == []
+
+
+def test_capture_disabled_says_which_phase_and_why():
+    r = read("h200-0.5.17-nograph.log")
+    got = capture.problems(r, ("decode", "prefill"), clean_compile=False)
+    assert got[0] == "decode was not captured as a CUDA graph: no capture of it appears in the log"
+    assert got[1].startswith("prefill was not captured as a CUDA graph: the server disabled it: "
+                             "cuda_graph_config resolved prefill.backend='disabled'")
+    assert got[2] == "7 decode batch(es) ran without a CUDA graph (cuda graph: False), 0 with one"
+
+
+def test_piecewise_capture_enforced():
+    r = read("h200-0.5.17-pcg-enforced.log")
+    assert r.phases["prefill"].backend == "tc_piecewise" and r.captured("piecewise")
+
+
+def test_graph_breaks_before_warmup_are_counted_not_failed():
+    r = read("h200-0.5.17-torch-compile-graph-breaks.log")
+    assert len(r.graph_breaks) == 37 and len(r.recompiles) == 44
+    assert not any(after for after, *_ in r.graph_breaks)
+    # Dynamo prints the user-code traceback with the first breaks at a place only.
+    frames = {f for *_, f in r.graph_breaks if f}
+    assert frames == {"<site>/sglang/srt/layers/attention/triton_backend.py:1841 in forward_decode"}
+    assert capture.problems(r, ("decode",), clean_compile=True) == []
+
+
+def test_graph_break_after_ready_fails_with_its_frame():
+    text = "\n".join([
+        "[2026-11-30 20:00:00] The server is fired up and ready to roll!",
+        "[rank0]:V1130 20:06:18.553000 1007 torch/_dynamo/symbolic_convert.py:5127] [0/0] [__graph_breaks] Graph Break Reason: Data-dependent branching",
+        '[rank0]:V1130 20:06:18.553000 1007 torch/_dynamo/symbolic_convert.py:5127] [0/0] [__graph_breaks]   File "/x/sglang/srt/models/llama.py", line 90, in forward',
+        "[rank0]:V1130 20:06:19.000000 1007 torch/_dynamo/guards.py:1] [0/1] [__recompiles] Recompiling function forward in /x/sglang/srt/models/llama.py:80",
+    ])
+    got = capture.problems(capture.read(text), (), clean_compile=True)
+    assert got == ["graph break after warm-up: Data-dependent branching at /x/sglang/srt/models/llama.py:90 in forward",
+                   "recompile after warm-up: forward in /x/sglang/srt/models/llama.py:80"]
