@@ -97,27 +97,41 @@ def flashinfer_fp4_eager_fallback_capture():
 
     if major < 9:
         skip(f"FlashInfer's FP4 quantize needs SM90 or newer, this GPU is SM{major}{minor}")
-    x = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
-    gs = torch.tensor([448.0 * 6.0 / x.abs().max().item()], device="cuda", dtype=torch.float32)
-    flashinfer.fp4_quantize(x, gs)  # JIT build and module load outside the graph
+    gs = torch.tensor([448.0 * 6.0 / 4.0], device="cuda", dtype=torch.float32)
+    x1 = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
+    x2 = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
+    flashinfer.fp4_quantize(x1, gs)  # JIT build and module load outside the graph
+    a, _ = flashinfer.fp4_quantize(x2 * 1.0, gs)
+    b, _ = flashinfer.fp4_quantize(x2 * 1.0, gs)
+    if not torch.equal(a, b):
+        raise AssertionError(f"eager fp4_quantize is not deterministic: {(a != b).sum().item()} of {a.numel()} bytes differ")
 
-    def quantize(t):
-        q, sf = flashinfer.fp4_quantize(t * 1.0, gs)
-        return q, sf
+    def replayed(**kw):
+        def quantize(t):
+            return flashinfer.fp4_quantize(t * 1.0, gs, **kw)  # t * 1.0: compiled; fp4_quantize: a graph break
 
-    compiled = torch.compile(quantize, fullgraph=False)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            compiled(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        q, sf = compiled(x)
-    g.replay()
-    torch.cuda.synchronize()
-    ref_q, _ = flashinfer.fp4_quantize(x, gs)
-    if not torch.equal(q, ref_q):
-        raise AssertionError("the replayed graph's FP4 output differs from eager fp4_quantize")
-    return "graph break at fp4_quantize; the CUDA graph around it captured and replayed"
+        torch._dynamo.reset()
+        compiled = torch.compile(quantize, fullgraph=False)
+        static = x1.clone()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                compiled(static)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            q, _ = compiled(static)
+        static.copy_(x2)  # the replay must quantize the new input, not return the captured one
+        g.replay()
+        torch.cuda.synchronize()
+        return (q != a).sum().item()
+
+    wrong = replayed()
+    if wrong:
+        wrong_no_pdl = replayed(enable_pdl=False)
+        raise AssertionError(
+            f"the CUDA graph around the graph-broken fp4_quantize replays wrong output: {wrong} of {a.numel()} "
+            f"bytes differ from eager; with enable_pdl=False {wrong_no_pdl} differ"
+            + (" (programmatic dependent launch inside the captured graph is the cause)" if not wrong_no_pdl else ""))
+    return "graph break at fp4_quantize; the CUDA graph around it captured and replayed new input correctly"

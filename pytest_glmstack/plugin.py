@@ -267,9 +267,20 @@ def pytest_generate_tests(metafunc):
     )
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     state = config.stash[STATE]
     state.matrix_items = sum(1 for it in items if _entry_of(it) is not None)
+    # All tests of an entry in a row, whatever parametrization they came from: one server per
+    # entry even where pytest's own reordering keys session params by their index (pytest < 9).
+    first: dict[str, int] = {}
+    for i, it in enumerate(items):
+        e = _entry_of(it)
+        if e is not None:
+            first.setdefault(e.id, i)
+    if first:
+        keyed = [((first[_entry_of(it).id] if _entry_of(it) is not None else i), i, it) for i, it in enumerate(items)]
+        items[:] = [it for *_, it in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 def _entry_of(item):
