@@ -452,6 +452,9 @@ def load_file(path) -> Matrix:
         raise MatrixError(path, f"the top level must be a mapping with 'entries:', got {_typename(data)}")
     _check_keys(ctx, data, FILE_KEYS, "the file")
     name = data.get("name", path.stem[:-7] if path.stem.endswith(".matrix") else path.stem)
+    if isinstance(name, bool):
+        ctx.fail(f"YAML read the name as the boolean {name}", key="name", node=data,
+                 hint="quote it (name: 'off'): YAML reads on/off/yes/no as true/false")
     if not isinstance(name, str) or not _ID_RE.match(name):
         ctx.fail(f"the matrix name must be letters, digits and . _ + -, got {name!r}", key="name", node=data)
     defaults_node = data.get("defaults") or _Map()

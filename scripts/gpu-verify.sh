@@ -26,7 +26,7 @@ matrices=(--glmstack-matrix matrix/h200-tiny.yaml --glmstack-matrix matrix/glm5-
 if [ "$phase" = A ]; then
   select=(-k "not piecewise and not graphs_disabled")
 else
-  select=(-k "piecewise or graphs_disabled or fallback")
+  select=(-k "${GLMSTACK_GPU_SELECT:-piecewise or graphs_disabled or fallback}")
 fi
 python3 -m pytest "${plugin[@]}" tests/test_gpu.py tests/test_matrix.py "${matrices[@]}" "${select[@]}" \
   -p no:cacheprovider -v -rA --junitxml "$OUT/junit-$phase.xml" --glmstack-json "$OUT/results-$phase.json" \

@@ -57,7 +57,7 @@ def test_blackwell_fp4_nvlink_needs_are_judged_from_this_gpu():
 
 
 GRAPHS_OFF = """
-name: off
+name: nograph
 defaults:
   model: builtin:tiny-llama
   args: [--load-format, dummy, --attention-backend, triton, --sampling-backend, pytorch,
@@ -89,8 +89,8 @@ def test_graphs_disabled_fail_capture_and_the_floor_and_teardown_frees_the_gpu(p
     note("graphs-off.txt", result.stdout.str())
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines_random([
-        "*off/graphs-off: decode was not captured as a CUDA graph: *",
-        "*off/graphs-off at concurrency 32: * output tok/s is below the floor 11000*",
+        "*nograph/graphs-off: decode was not captured as a CUDA graph: *",
+        "*nograph/graphs-off at concurrency 32: * output tok/s is below the floor 11000*",
     ])
     time.sleep(1)
     after = hardware.gpu_usage([0])

@@ -91,6 +91,7 @@ def test_gpus_needed_from_parallel_flags(args, gpus):
     ("", "m.yaml", "the file is empty"),
     ("- 1\n- 2\n", "m.yaml", "the top level must be a mapping"),
     ("defaults: {modle: x}\nentries:\n  - id: a\n", "key 'modle'", "unknown key 'modle' in defaults"),
+    ("name: off\nentries:\n  - {id: a, model: m}\n", "m.yaml:1, key 'name'", "YAML read the name as the boolean False"),
     ("entries:\n  - id: a\n    model: m\n    expect: {same_output_as: zz}\n", "entry 'a', key 'expect.same_output_as'", "not an entry of this file"),
 ])
 def test_errors_name_file_line_entry_key(tmp_path, text, where, message):
