@@ -98,3 +98,36 @@ def test_graphs_disabled_fail_capture_and_the_floor_and_teardown_frees_the_gpu(p
                            f"compute processes after: {sorted(after[0][1])}")
     assert after[0][0] - before[0][0] < 512 * 2**20
     assert not (after[0][1] - before[0][1])
+
+
+LEASE_MATRIX = """
+name: lease
+defaults:
+  model: builtin:tiny-llama
+  args: [--load-format, dummy, --attention-backend, triton, --sampling-backend, pytorch,
+         --max-total-tokens, "65536", --disable-cuda-graph]
+  env: {HF_HUB_OFFLINE: "1"}
+  launch_timeout: 480
+entries:
+  - {id: one-a, requires: {gpus: 1}}
+  - {id: one-b, requires: {gpus: 1}}
+  - {id: two, args: [--tp-size, "2"]}
+"""
+
+
+@pytest.mark.gpus(2)
+def test_two_one_gpu_entries_share_the_box_and_a_two_gpu_entry_runs_alone(pytester, tmp_path, monkeypatch):
+    """-n 2 on two real GPUs: each 1-GPU server sees only its leased GPU and both run at once;
+    the TP2 server gets both GPUs and runs alone."""
+    from test_gpu_leases_plugin import TESTS
+
+    (pytester.path / "matrix.yaml").write_text(textwrap.dedent(LEASE_MATRIX))
+    pytester.makepyfile(test_lease=textwrap.dedent(TESTS))
+    monkeypatch.setenv("LEASE_BARRIER", str(tmp_path))
+    monkeypatch.setenv("GLMSTACK_RUN_ID", "gpulease")
+    result = pytester.runpytest_subprocess("--glmstack-matrix", "matrix.yaml", "-n", "2", "-p", "no:cacheprovider",
+                                           "-rA", timeout=900)
+    note("leases-2gpu.txt", result.stdout.str())
+    result.assert_outcomes(passed=3)
+    seen = {l.split()[1]: l.split()[2] for l in result.stdout.lines if l.startswith("LEASE ")}
+    assert seen["two"] == "0,1" and {seen["one-a"], seen["one-b"]} == {"0", "1"}, seen
