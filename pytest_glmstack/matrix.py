@@ -28,8 +28,12 @@ ENTRY_KEYS = {
     "requires": "hardware the entry needs: arch, gpus, gpu_memory_gb, nvlink, fp4",
     "launch_timeout": "seconds from process start to ready before the launch fails",
     "expect": "what the run must show: launch, known_issue, reason, capture, clean_compile, ...",
+    "extends": "id of another entry of the file whose keys this entry starts from",
+    "args+": "flags appended to the args (with extends: to the extended entry's args)",
+    "args-": "flags removed from the args, with their values (with extends: from the extended entry's)",
+    "axes": "mapping of axis name to {choice name: [flags]}: one entry per combination, id <id>-<choice>-...",
 }
-DEFAULT_KEYS = {k: v for k, v in ENTRY_KEYS.items() if k not in ("id", "description")}
+DEFAULT_KEYS = {k: v for k, v in ENTRY_KEYS.items() if k not in ("id", "description", "extends", "axes", "args+", "args-")}
 FILE_KEYS = {
     "name": "prefix of the test ids (defaults to the file name without .yaml)",
     "description": "what this matrix is about",
@@ -214,7 +218,8 @@ def _construct_map(loader, node):
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
             raise MatrixError(
-                loader.name, f"keys must be strings, got {key!r}", line=key_node.start_mark.line + 1
+                loader.name, f"keys must be strings, got {key!r}", line=key_node.start_mark.line + 1,
+                hint="quote it: YAML reads on/off/yes/no as booleans and bare numbers as numbers",
             )
         if key in m:
             raise MatrixError(
@@ -236,9 +241,10 @@ def _read_yaml(path: Path):
         raise MatrixError(path, f"cannot read the file: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise MatrixError(path, "the file is not UTF-8 text") from None
-    loader = _Loader(text)
-    loader.name = str(path)
+    loader = None
     try:
+        loader = _Loader(text)  # the reader rejects control characters already here
+        loader.name = str(path)
         return loader.get_single_data()
     except MatrixError:
         raise
@@ -251,7 +257,8 @@ def _read_yaml(path: Path):
     except yaml.YAMLError as e:
         raise MatrixError(path, f"invalid YAML: {e}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -400,6 +407,44 @@ def _throughput(ctx, node, value) -> Throughput:
     return Throughput(levels=tuple(sorted(out, key=lambda l: l.concurrency)), **kw)
 
 
+def _axes(ctx, node, value) -> dict:
+    _want(ctx, node, "axes", value, (dict,), "a mapping of axis name to {choice name: [flags]}")
+    if not value:
+        ctx.fail("no axes", key="axes", node=node)
+    out = {}
+    for axis, choices in value.items():
+        if not isinstance(choices, dict) or not choices:
+            ctx.fail(f"axis {axis!r} must map choice names to flag lists, got {_typename(choices)}",
+                     key=f"axes.{axis}", node=value, hint="e.g. graphs: {full: [], disabled: [--disable-cuda-graph]}")
+        parsed = {}
+        for name, flags in choices.items():
+            if not isinstance(name, str):
+                ctx.fail(f"choice name {name!r} of axis {axis!r} is not a string", key=f"axes.{axis}", node=value,
+                         hint="quote it ('on', 'off', 'yes', 'no' are booleans in YAML)")
+            if not _ID_RE.match(name):
+                ctx.fail(f"choice name {name!r} of axis {axis!r} must be letters, digits and . _ + -",
+                         key=f"axes.{axis}", node=value)
+            parsed[name] = _str_list(ctx, choices, name, flags if flags is not None else [], prefix=f"axes.{axis}.")
+        out[axis] = parsed
+    return out
+
+
+def remove_flags(args: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
+    """``args`` without the given flags and the values that follow them."""
+    out: list[str] = []
+    skipping = False
+    for a in args:
+        name = a.split("=", 1)[0]
+        if a.startswith("-"):
+            skipping = name in flags
+            if skipping:
+                continue
+        elif skipping:
+            continue
+        out.append(a)
+    return tuple(out)
+
+
 def _fields(ctx, node, allowed) -> dict:
     """Validated raw fields of an entry or of the defaults."""
     _check_keys(ctx, node, allowed, "an entry" if "id" in allowed else "defaults")
@@ -407,8 +452,12 @@ def _fields(ctx, node, allowed) -> dict:
     for key, value in node.items():
         if key in ("id", "description", "model"):
             out[key] = _want(ctx, node, key, value, (str,), "a string")
-        elif key == "args":
+        elif key in ("args", "args+", "args-"):
             out[key] = _str_list(ctx, node, key, value)
+        elif key == "extends":
+            out[key] = _want(ctx, node, key, value, (str,), "the id of another entry of this file")
+        elif key == "axes":
+            out[key] = _axes(ctx, node, value)
         elif key == "env":
             out[key] = _env(ctx, node, key, value)
         elif key == "requires":
@@ -470,7 +519,7 @@ def load_file(path) -> Matrix:
     raw_entries = raw_entries or []
     if not isinstance(raw_entries, list):
         ctx.fail(f"expected a list of entries, got {_typename(raw_entries)}", key="entries", node=data)
-    entries = {}
+    raws: dict[str, tuple] = {}
     for i, node in enumerate(raw_entries):
         label = node.get("id") if isinstance(node, dict) and isinstance(node.get("id"), str) else f"#{i + 1}"
         ectx = _Ctx(str(path), label)
@@ -483,10 +532,18 @@ def load_file(path) -> Matrix:
         if not _ID_RE.match(eid):
             ectx.fail(f"ids are letters, digits and . _ + - (no spaces or slashes), got {eid!r}",
                       key="id", node=node)
-        if eid in entries:
-            ectx.fail(f"duplicate id {eid!r} (also at line {entries[eid].line})", key="id", node=node,
+        if eid in raws:
+            ectx.fail(f"duplicate id {eid!r} (also at line {raws[eid][0].line})", key="id", node=node,
                       hint="ids must be unique within a matrix file")
-        entries[eid] = _build(path, name, node, raw, defaults, ectx)
+        raws[eid] = (node, raw, ectx)
+    entries: dict[str, Entry] = {}
+    for eid, (node, raw, ectx) in raws.items():
+        merged = _resolve(eid, raws, ())
+        for xid, xraw in _expand(eid, merged, ectx, node):
+            if xid in entries or (xid != eid and xid in raws):
+                ectx.fail(f"axes make the id {xid!r}, which another entry already has", key="axes", node=node,
+                          hint="rename that entry or a choice")
+            entries[xid] = _build(path, name, node, {**xraw, "id": xid}, defaults, ectx)
     for e in entries.values():
         ref = e.expect.same_output_as
         if ref is not None and ref not in entries and "/" not in ref:
@@ -527,6 +584,54 @@ def load_probes(paths: Iterable[str | os.PathLike]) -> tuple[ProbeSpec, ...]:
     return tuple(seen[k] for k in sorted(seen))
 
 
+def _resolve(eid: str, raws: dict, chain: tuple) -> dict:
+    """An entry's keys with ``extends`` applied (recursively): the extended entry's keys, then
+    this entry's; ``args`` replaces, ``args-`` removes, ``args+`` appends; env, requires and
+    expect merge key by key."""
+    node, raw, ctx = raws[eid]
+    if eid in chain:
+        raise MatrixError(ctx.path, "extends makes a cycle: " + " -> ".join(chain + (eid,)), entry=chain[0],
+                          key="extends", line=getattr(raws[chain[0]][0], "lines", {}).get("extends"),
+                          hint="one of these entries must not extend another")
+    base: dict = {}
+    parent = raw.get("extends")
+    if parent is not None:
+        if parent not in raws:
+            ctx.fail(f"extends {parent!r}, which is not an entry of this file", key="extends", node=node,
+                     hint=f"entries here: {', '.join(sorted(raws))}")
+        base = _resolve(parent, raws, chain + (eid,))
+    out = {k: v for k, v in base.items() if k not in ("id", "description", "axes")}
+    for k, v in raw.items():
+        if k in ("env", "requires", "expect") and k in out:
+            out[k] = {**out[k], **v}
+        elif k not in ("extends", "args+", "args-"):
+            out[k] = v
+    args = tuple(out.get("args", ()))
+    args = remove_flags(args, tuple(raw.get("args-", ())))
+    out["args"] = args + tuple(raw.get("args+", ()))
+    # Removals also apply to the defaults' args, added when the entry is built.
+    out["args-"] = tuple(base.get("args-", ())) + tuple(raw.get("args-", ()))
+    return out
+
+
+def _expand(eid: str, raw: dict, ctx, node):
+    """One (id, keys) per combination of the entry's axes, in file order; the entry itself
+    when it has none."""
+    axes = raw.get("axes")
+    if not axes:
+        yield eid, raw
+        return
+    import itertools
+
+    names = list(axes)
+    for combo in itertools.product(*[list(axes[a].items()) for a in names]):
+        xraw = {k: v for k, v in raw.items() if k != "axes"}
+        xraw["args"] = tuple(raw.get("args", ())) + tuple(a for _, flags in combo for a in flags)
+        label = ", ".join(f"{a}={c}" for a, (c, _) in zip(names, combo))
+        xraw["description"] = (raw.get("description", "") + f" [{label}]").strip()
+        yield eid + "-" + "-".join(c for c, _ in combo), xraw
+
+
 def _build(path, matrix_name, node, raw, defaults, ctx) -> Entry:
     req = {**defaults.get("requires", {}), **raw.get("requires", {})}
     exp = {**defaults.get("expect", {}), **raw.get("expect", {})}
@@ -541,7 +646,7 @@ def _build(path, matrix_name, node, raw, defaults, ctx) -> Entry:
         path=str(path),
         line=getattr(node, "line", None),
         model=model,
-        args=tuple(defaults.get("args", ())) + tuple(raw.get("args", ())),
+        args=remove_flags(tuple(defaults.get("args", ())), tuple(raw.get("args-", ()))) + tuple(raw.get("args", ())),
         env=tuple(sorted({**defaults.get("env", {}), **raw.get("env", {})}.items())),
         requires=Requirement(
             gpus=req.get("gpus", 0),

@@ -18,12 +18,15 @@ def blocks(name, lang):
     return re.findall(rf"```{lang}\n(.*?)```", (DOCS / name).read_text(), re.S)
 
 
-def test_matrix_example_loads(tmp_path):
-    (example,) = blocks("matrix.md", "yaml")
-    p = tmp_path / "example.yaml"
-    p.write_text(example)
-    ids = [e.id for e in matrix.load([p])]
-    assert ids == ["example/baseline", "example/no-radix-cache", "example/torch-compile"]
+def test_matrix_examples_load(tmp_path):
+    examples = [b for b in blocks("matrix.md", "yaml") if b.startswith("# matrix/")]
+    ids = []
+    for i, example in enumerate(examples):
+        p = tmp_path / f"example{i}.yaml"
+        p.write_text(example)
+        ids += [e.id for e in matrix.load([p])]
+    assert ids[:3] == ["example/baseline", "example/no-radix-cache", "example/torch-compile"]
+    assert "overlap/grid-sbo-mscclpp" in ids and "overlap/no-mscclpp" in ids and len(ids) == 3 + 3 + 6
 
 
 def test_known_issue_example_loads(tmp_path):

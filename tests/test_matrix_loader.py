@@ -117,3 +117,132 @@ def test_same_name_in_two_files(tmp_path):
     (tmp_path / "b.yaml").write_text("name: x\nentries:\n  - {id: b, model: m}\n")
     with pytest.raises(MatrixError, match="matrix name 'x' is also used by"):
         matrix.load(matrix.expand_paths([str(tmp_path)], "."))
+
+
+# --- extends, args+/args-, axes -----------------------------------------------------------------
+
+def test_extends_args_plus_minus(tmp_path):
+    es = {e.name: e for e in load(tmp_path, """
+        name: x
+        defaults: {model: m, args: [--device, cuda, --max-total-tokens, "1000"]}
+        entries:
+          - id: base
+            args: [--tp-size, "8", --enable-mscclpp]
+            env: {A: "1"}
+            expect: {capture: [decode]}
+          - id: child
+            extends: base
+            args-: [--enable-mscclpp, --max-total-tokens]
+            args+: [--ep-size, "8"]
+            env: {B: "2"}
+          - id: grandchild
+            extends: child
+            args: [--tp-size, "4"]
+    """)}
+    assert es["child"].args == ("--device", "cuda", "--tp-size", "8", "--ep-size", "8")
+    assert es["child"].env_dict == {"A": "1", "B": "2"} and es["child"].expect.capture == ("decode",)
+    assert es["grandchild"].args == ("--device", "cuda", "--tp-size", "4")
+    assert es["grandchild"].gpus_needed == 4
+
+
+def test_axes_expand_deterministically(tmp_path):
+    text = """
+        name: x
+        defaults: {model: m}
+        entries:
+          - id: flip
+            args: [--tp-size, "2"]
+            axes:
+              graphs: {full: [], disabled: [--disable-cuda-graph]}
+              overlap: {none: [], sbo: [--enable-single-batch-overlap]}
+    """
+    first = load(tmp_path, text)
+    again = load(tmp_path, text)
+    assert [e.id for e in first] == [e.id for e in again] == [
+        "x/flip-disabled-none", "x/flip-disabled-sbo", "x/flip-full-none", "x/flip-full-sbo"]
+    sbo = {e.name: e for e in first}["flip-disabled-sbo"]
+    assert sbo.args == ("--tp-size", "2", "--disable-cuda-graph", "--enable-single-batch-overlap")
+    assert "graphs=disabled, overlap=sbo" in sbo.description
+
+
+@pytest.mark.parametrize("text, message", [
+    ("entries:\n  - {id: a, model: m, extends: b}\n  - {id: b, model: m, extends: a}\n", "extends makes a cycle: a -> b -> a"),
+    ("entries:\n  - {id: a, model: m, extends: zz}\n", "extends 'zz', which is not an entry of this file"),
+    ("entries:\n  - {id: a-x, model: m}\n  - id: a\n    model: m\n    axes: {g: {x: []}}\n", "axes make the id 'a-x', which another entry already has"),
+    ("entries:\n  - id: a\n    model: m\n    axes: {g: {off: []}}\n", "keys must be strings, got False\n  fix: quote it"),
+    ("entries:\n  - id: a\n    model: m\n    axes: {g: [--x]}\n", "axis 'g' must map choice names to flag lists"),
+    ("entries:\n  - id: a\n    model: m\n    axes:\n      g: {x: []}\n      g: {y: []}\n", "key 'g' appears twice"),
+])
+def test_extends_and_axes_errors(tmp_path, text, message):
+    assert message in str(error(tmp_path, text))
+
+
+# --- property: no internal error escapes, whatever the file says --------------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+VALID = {
+    "name": "p",
+    "defaults": {"model": "m", "args": ["--device", "cpu"], "env": {"A": "1"}, "launch_timeout": 30},
+    "entries": [
+        {"id": "a", "args": ["--tp-size", "2"], "requires": {"gpus": 2, "arch": "sm90"},
+         "expect": {"capture": ["decode"], "throughput": {"levels": [{"concurrency": 4, "floor": 10}]}}},
+        {"id": "b", "extends": "a", "args+": ["--x"], "axes": {"g": {"on1": [], "off1": ["--y"]}}},
+    ],
+}
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=True),
+                    st.text(max_size=12), st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def _mutate(doc, path, new, delete):
+    import copy
+
+    doc = copy.deepcopy(doc)
+    if not path:
+        return new
+    parent = doc
+    for p in path[:-1]:
+        parent = parent[p]
+    if delete:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    return doc
+
+
+ALL_PATHS = list(_paths(VALID))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(ALL_PATHS), new=scalars, delete=st.booleans())
+def test_mutated_matrices_give_matrix_errors_only(tmp_path, path, new, delete):
+    import yaml as _yaml
+
+    doc = _mutate(VALID, path, new, delete and bool(path))
+    p = tmp_path / "m.yaml"
+    p.write_text(_yaml.safe_dump(doc))
+    try:
+        matrix.load([p])
+    except MatrixError as e:
+        assert str(e).startswith(str(p))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=200))
+def test_arbitrary_text_gives_matrix_errors_only(tmp_path, text):
+    p = tmp_path / "m.yaml"
+    p.write_text(text)
+    try:
+        matrix.load([p])
+    except MatrixError:
+        pass
