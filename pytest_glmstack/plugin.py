@@ -234,6 +234,17 @@ def pytest_generate_tests(metafunc):
     if "glmstack_entry" not in metafunc.fixturenames:
         return
     entries = metafunc.config.stash[STATE].entries
+    if "glmstack_reference" in metafunc.fixturenames:
+        refs = {_ref_id(e) for e in entries if e.expect.same_output_as}
+        involved = [e for e in entries if e.expect.same_output_as or e.id in refs]
+        if not involved:
+            metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(
+                reason="no matrix entry has 'expect: same_output_as:'"))], ids=["no-output-checks"],
+                indirect=True, scope="session")
+        else:
+            metafunc.parametrize("glmstack_entry", [pytest.param(e, id=e.id, marks=_entry_marks(e)) for e in involved],
+                                 indirect=True, scope="session")
+        return
     if "glmstack_capture" in metafunc.fixturenames:
         with_capture = [e for e in entries if e.expect.capture or e.expect.clean_compile]
         if not with_capture:
@@ -278,9 +289,22 @@ def pytest_collection_modifyitems(session, config, items):
         e = _entry_of(it)
         if e is not None:
             first.setdefault(e.id, i)
+    # A reference entry's tests before those of the entries that must reproduce its outputs.
+    for i, it in enumerate(items):
+        e = _entry_of(it)
+        ref = _ref_id(e) if e is not None else None
+        if ref in first and first[ref] > first[e.id]:
+            first[e.id] = first[ref] + 0.5
     if first:
         keyed = [((first[_entry_of(it).id] if _entry_of(it) is not None else i), i, it) for i, it in enumerate(items)]
         items[:] = [it for *_, it in sorted(keyed, key=lambda k: (k[0], k[1]))]
+
+
+def _ref_id(entry) -> str | None:
+    ref = entry.expect.same_output_as
+    if ref is None:
+        return None
+    return ref if "/" in ref else f"{entry.matrix}/{ref}"
 
 
 def _entry_of(item):
@@ -407,6 +431,8 @@ def pytest_runtest_logreport(report):
             e[k] = props[k]
     if report.when == "call" or report.outcome != "passed":
         e["tests"][report.nodeid.split("::")[-1]] = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+    if "glmstack_outputs" in props:
+        e["outputs"] = json.loads(props["glmstack_outputs"])
     if "glmstack_throughput" in props:
         tp = json.loads(props["glmstack_throughput"])
         e["throughput"][str(tp["concurrency"])] = tp
@@ -625,6 +651,72 @@ def check_capture(server, entry):
     if problems:
         pytest.fail(f"{entry.id}: " + "; ".join(problems) + f". Captured: {captured or 'nothing'}", pytrace=False)
     return rep
+
+
+@pytest.fixture(scope="session")
+def glmstack_reference(glmstack_entry, pytestconfig):
+    """The entry whose outputs this entry must reproduce (None for a reference itself)."""
+    ref = _ref_id(glmstack_entry)
+    if ref is None:
+        return None
+    found = [e for e in pytestconfig.stash[STATE].entries if e.id == ref]
+    if not found:
+        pytest.fail(f"{glmstack_entry.id}: same_output_as {ref!r} is not among the matrix entries of this run "
+                    f"({glmstack_entry.where()})", pytrace=False)
+    return found[0]
+
+
+def _shared_dir(config, tmp_path_factory) -> Path:
+    """A directory every xdist worker of this run sees (the basetemp's parent under xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if hasattr(config, "workerinput") else base) / "glmstack-outputs"
+
+
+def check_outputs(request, server, entry, reference):
+    """Record the entry's greedy outputs; they must equal the reference entry's (recorded once
+    per run, launched here only if it has not run yet) and, when comparing, the saved run's."""
+    from filelock import FileLock
+
+    from . import launcher, outputs
+
+    config = request.config
+    state = config.stash[STATE]
+    tpf = request.getfixturevalue("tmp_path_factory")
+    shared = _shared_dir(config, tpf)
+    got = outputs.collect(server)
+    outputs.save(shared, entry.id, got)
+    request.node.user_properties.append(("glmstack_outputs", json.dumps([o["output_ids"] for o in got])))
+    problems = []
+    if reference is not None:
+        shared.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(shared / (reference.id.replace("/", "__") + ".lock"))):
+            ref = outputs.load(shared, reference.id)
+            if ref is None:
+                # The reference has not run in this session (or ran on another worker first).
+                settings = _settings(config, tpf)
+                settings = launcher.Settings(**{**settings.__dict__, "lease_timeout": 120.0})
+                launch = launcher.launch(reference, settings, _inventory(config), serial=len(state.launches) + 1000)
+                try:
+                    if not launch.ok:
+                        pytest.fail(f"{entry.id}: the reference {reference.id} did not launch: {launch.error}",
+                                    pytrace=False)
+                    ref = outputs.collect(launch.server)
+                    outputs.save(shared, reference.id, ref)
+                finally:
+                    launch.stop(settings.stop_grace)
+        div = outputs.compare(ref, got)
+        if div is not None:
+            problems.append(div.text(reference.id))
+    if state.baseline is not None:
+        saved = state.baseline["entries"].get(entry.id, {}).get("outputs")
+        if saved:
+            before = [{"prompt": list(p), "output_ids": ids} for p, ids in zip(outputs.PROMPTS, saved)]
+            div = outputs.compare(before, got)
+            if div is not None:
+                problems.append("outputs changed since the saved run: " + div.text("the saved run"))
+    if problems:
+        pytest.fail(f"{entry.id}: " + "; ".join(problems), pytrace=False)
+    return got
 
 
 @pytest.fixture(scope="session")

@@ -397,13 +397,16 @@ class Server:
                 self.reaper.wait()
         return self.stop_report
 
-    def generate(self, input_ids: list[int], max_new_tokens: int, timeout: float = 120.0, **sampling) -> dict:
+    def generate(self, input_ids: list[int], max_new_tokens: int, timeout: float = 120.0,
+                 return_logprob: bool = False, **sampling) -> dict:
         """One /generate request with token ids (no tokenizer needed); greedy unless told."""
         import httpx
 
         params = {"max_new_tokens": max_new_tokens, "temperature": 0.0, "ignore_eos": True, **sampling}
-        r = httpx.post(self.url + "/generate", json={"input_ids": input_ids, "sampling_params": params},
-                       timeout=timeout, trust_env=False)
+        body = {"input_ids": input_ids, "sampling_params": params}
+        if return_logprob:
+            body["return_logprob"] = True
+        r = httpx.post(self.url + "/generate", json=body, timeout=timeout, trust_env=False)
         r.raise_for_status()
         return r.json()
 

@@ -12,9 +12,9 @@ import warnings
 
 import pytest
 
-from pytest_glmstack.plugin import check_capture, check_throughput, judge_launch, run_probe
+from pytest_glmstack.plugin import check_capture, check_outputs, check_throughput, judge_launch, run_probe
 
-__all__ = ["test_launch", "test_generate", "test_capture", "test_throughput", "test_probe"]
+__all__ = ["test_launch", "test_generate", "test_capture", "test_same_output", "test_throughput", "test_probe"]
 
 # Token ids below the tiny vocabularies' sizes, so any model accepts them.
 PROMPT_IDS = [5, 6, 7, 8, 9, 10, 11, 12]
@@ -47,6 +47,12 @@ def test_capture(glmstack_server, glmstack_entry, glmstack_capture):
     decode batch without a graph) and, with clean_compile, no graph break or recompile after
     warm-up."""
     check_capture(glmstack_server, glmstack_entry)
+
+
+def test_same_output(glmstack_server, glmstack_entry, glmstack_reference, request):
+    """Greedy token ids on fixed prompts equal those of the entry named by same_output_as (and,
+    when comparing, those of the saved run)."""
+    check_outputs(request, glmstack_server, glmstack_entry, glmstack_reference)
 
 
 def test_throughput(glmstack_server, glmstack_entry, glmstack_concurrency, request):
