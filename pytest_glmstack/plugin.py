@@ -234,27 +234,14 @@ def pytest_generate_tests(metafunc):
     if "glmstack_entry" not in metafunc.fixturenames:
         return
     entries = metafunc.config.stash[STATE].entries
+    # Tests of one kind parametrize only the entries that expect what they check.
     if "glmstack_reference" in metafunc.fixturenames:
         refs = {_ref_id(e) for e in entries if e.expect.same_output_as}
-        involved = [e for e in entries if e.expect.same_output_as or e.id in refs]
-        if not involved:
-            metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(
-                reason="no matrix entry has 'expect: same_output_as:'"))], ids=["no-output-checks"],
-                indirect=True, scope="session")
-        else:
-            metafunc.parametrize("glmstack_entry", [pytest.param(e, id=e.id, marks=_entry_marks(e)) for e in involved],
-                                 indirect=True, scope="session")
-        return
+        return _parametrize_entries(metafunc, [e for e in entries if e.expect.same_output_as or e.id in refs],
+                                    "no matrix entry has 'expect: same_output_as:'", "no-output-checks")
     if "glmstack_capture" in metafunc.fixturenames:
-        with_capture = [e for e in entries if e.expect.capture or e.expect.clean_compile]
-        if not with_capture:
-            metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(
-                reason="no matrix entry has 'expect: capture:' or 'clean_compile: true'"))], ids=["no-capture"],
-                indirect=True, scope="session")
-        else:
-            metafunc.parametrize("glmstack_entry", [pytest.param(e, id=e.id, marks=_entry_marks(e)) for e in with_capture],
-                                 indirect=True, scope="session")
-        return
+        return _parametrize_entries(metafunc, [e for e in entries if e.expect.capture or e.expect.clean_compile],
+                                    "no matrix entry has 'expect: capture:' or 'clean_compile: true'", "no-capture")
     if "glmstack_concurrency" in metafunc.fixturenames:
         pairs = [(e, lv.concurrency) for e in entries if e.expect.throughput for lv in e.expect.throughput.levels]
         if not pairs:
@@ -266,16 +253,18 @@ def pytest_generate_tests(metafunc):
                                  [pytest.param(e, c, id=f"{e.id}/c{c}", marks=_entry_marks(e)) for e, c in pairs],
                                  indirect=["glmstack_entry"], scope="session")
         return
+    _parametrize_entries(metafunc, entries, "no matrix entries: set glmstack_matrix in the ini file or pass "
+                                            "--glmstack-matrix PATH", "no-matrix")
+
+
+def _parametrize_entries(metafunc, entries, empty_reason: str, empty_id: str):
+    """One session-scoped param per entry (one server each), or one skip saying why none."""
     if not entries:
-        metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(
-            reason="no matrix entries: set glmstack_matrix in the ini file or pass --glmstack-matrix PATH"))],
-            ids=["no-matrix"], indirect=True, scope="session")
+        metafunc.parametrize("glmstack_entry", [pytest.param(None, marks=pytest.mark.skip(reason=empty_reason))],
+                             ids=[empty_id], indirect=True, scope="session")
         return
-    metafunc.parametrize(
-        "glmstack_entry",
-        [pytest.param(e, id=e.id, marks=_entry_marks(e)) for e in entries],
-        indirect=True, scope="session",
-    )
+    metafunc.parametrize("glmstack_entry", [pytest.param(e, id=e.id, marks=_entry_marks(e)) for e in entries],
+                         indirect=True, scope="session")
 
 
 @pytest.hookimpl(trylast=True)
