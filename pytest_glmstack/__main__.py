@@ -104,38 +104,11 @@ def cmd_validate(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from . import flags, hardware, launcher, server
+    from . import report
 
-    entries = _entries(args.paths)
     spec, why = _spec(args.python)
-    inv = hardware.detect()
-    print(f"hardware: {inv.describe()}")
-    print(f"flags: checked against SGLang {spec.sglang}" if spec else f"flags: not checked ({why})")
-    for e in entries:
-        reason = e.requires.unmet(inv) if e.requires.needs_gpu else None
-        if e.gpus_needed and not e.requires.needs_gpu:
-            reason = hardware.Requirement(gpus=e.gpus_needed).unmet(inv)
-        print(f"\n{e.id}  ({e.where()})")
-        if e.description:
-            print(f"  {e.description}")
-        argv = server.sglang_argv("python", e.model, e.args, "127.0.0.1", 0)
-        print("  command: " + " ".join(server._quote(a) for a in argv[:-1]) + " <port>")
-        if e.env:
-            print("  env: " + " ".join(f"{k}={v}" for k, v in launcher.redact(e.env_dict).items()))
-        print(f"  gpus: {e.gpus_needed}  launch_timeout: {e.launch_timeout:g} s")
-        exp = [f"launch={e.expect.launch}"]
-        if e.expect.known_issue:
-            exp.append(f"known_issue={e.expect.known_issue}")
-        if e.expect.capture:
-            exp.append("capture=" + ",".join(e.expect.capture))
-        print("  expect: " + " ".join(exp))
-        bad = flags.errors(flags.check(e.args, spec)) if spec is not None else []
-        if reason:
-            print(f"  here: skipped: {reason}")
-        elif bad:
-            print("  here: fails before launch: " + "; ".join(p.text() for p in bad))
-        else:
-            print("  here: runs")
+    for line in report.plan_lines(_entries(args.paths), spec, why):
+        print(line)
     return 0
 
 

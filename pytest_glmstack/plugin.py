@@ -40,6 +40,7 @@ OPTIONS = [
 FLAGS = [
     ("kill-orphans", "before the run, stop servers that earlier glmstack runs left behind (their pytest process is gone)"),
     ("no-flag-check", "launch without checking entries' flags against the installed SGLang's parser first (the server's own argparse still rejects bad ones, seconds later)"),
+    ("plan", "show every matrix entry with its command line, env, GPUs, expectations and whether it would run here, then exit without running anything"),
 ]
 
 MARKERS = {
@@ -110,6 +111,27 @@ def pytest_addoption(parser):
         parser.addini(dest, help_text, type=kind, default=default)
     for name, help_text in FLAGS:
         group.addoption(f"--glmstack-{name}", dest="glmstack_" + name.replace("-", "_"), action="store_true", default=False, help=help_text)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """--glmstack-plan: print the plan and stop, as --markers and --fixtures do."""
+    if not config.getoption("glmstack_plan"):
+        return None
+    config._do_configure()
+    try:
+        from . import flags
+
+        try:
+            spec, why = flags.load_spec(_python(config)), None
+        except (flags.SpecUnavailable, OSError, subprocess.TimeoutExpired) as e:
+            spec, why = None, str(e)
+        tw = config.get_terminal_writer()
+        for line in report.plan_lines(config.stash[STATE].entries, spec, why, _inventory(config)):
+            tw.line(line)
+    finally:
+        config._ensure_unconfigure()
+    return 0
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -69,3 +69,45 @@ def throughput_table(results: dict) -> list[str]:
                          "-" if not base else f"{t['median'] / base - 1:+.1%}", t.get("verdict", "")))
     w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(x) for c, x in zip(r, w)).rstrip() for r in rows]
+
+
+def plan_lines(entries, spec, why_unchecked: str | None = None, inventory=None) -> list[str]:
+    """Every entry with its command line, env, GPUs, expectations, and whether it would run
+    here (and why not), without launching anything."""
+    from . import flags, hardware, launcher, server
+
+    inv = inventory if inventory is not None else hardware.detect()
+    out = [f"hardware: {inv.describe()}",
+           f"flags: checked against SGLang {spec.sglang}" if spec else f"flags: not checked ({why_unchecked})"]
+    for e in entries:
+        need = e.requires if e.requires.needs_gpu else hardware.Requirement(gpus=e.gpus_needed)
+        reason = need.unmet(inv)
+        out += ["", f"{e.id}  ({e.where()})"]
+        if e.description:
+            out.append(f"  {e.description}")
+        argv = server.sglang_argv("python", e.model, e.args, "127.0.0.1", 0)
+        out.append("  command: " + " ".join(server._quote(a) for a in argv[:-1]) + " <port>")
+        if e.env:
+            out.append("  env: " + " ".join(f"{k}={v}" for k, v in launcher.redact(e.env_dict).items()))
+        out.append(f"  gpus: {e.gpus_needed}  launch_timeout: {e.launch_timeout:g} s")
+        exp = [f"launch={e.expect.launch}"]
+        if e.expect.known_issue:
+            exp.append(f"known_issue={e.expect.known_issue}")
+        if e.expect.capture:
+            exp.append("capture=" + ",".join(e.expect.capture))
+        if e.expect.throughput:
+            exp.append("throughput=" + ",".join(f"c{lv.concurrency}" + (f">={lv.floor:g}" if lv.floor else "")
+                                               for lv in e.expect.throughput.levels))
+        if e.expect.same_output_as:
+            exp.append(f"same_output_as={e.expect.same_output_as}")
+        out.append("  expect: " + " ".join(exp))
+        bad = flags.errors(flags.check(e.args, spec)) if spec is not None else []
+        if reason:
+            out.append(f"  here: skipped: {reason}")
+            if bad:
+                out.append("  flags: invalid for this SGLang: " + "; ".join(p.text() for p in bad))
+        elif bad:
+            out.append("  here: fails before launch: " + "; ".join(p.text() for p in bad))
+        else:
+            out.append("  here: runs")
+    return out

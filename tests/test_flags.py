@@ -121,3 +121,17 @@ def test_bad_flag_fails_the_entry_before_anything_launches(pytester):
     ])
     assert "starting v/pcg" not in result.stdout.str() or "Load weight" not in result.stdout.str()
     assert took < 30, took  # no server: the parser is cached, the rest is pytest's start-up
+
+
+def test_plan_cli_says_which_entry_fails_before_launch():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-m", "pytest_glmstack", "plan", "matrix/glm5-nvfp4.yaml", "matrix/cpu-tiny.yaml"],
+                       capture_output=True, text=True, cwd=root, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    i = lines.index(next(l for l in lines if l.startswith("cpu-tiny/baseline ")))
+    assert "  here: runs" in lines[i:i + 8]
+    assert any(l.startswith("  here: skipped: needs 8 GPUs with SM120") for l in lines)
+    j = lines.index(next(l for l in lines if l.startswith("glm5-nvfp4/piecewise-cuda-graph ")))
+    assert any(l.startswith("  flags: invalid for this SGLang: --enable-piecewise-cuda-graph: not a flag")
+               for l in lines[j:j + 9])

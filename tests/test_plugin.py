@@ -266,3 +266,21 @@ def test_xdist_groups_one_per_entry(pytester):
         "GROUP *test_b[[]tiny/a[]] [[]'tiny/a'[]]",
         "GROUP *test_a[[]bw/base[]] [[]'bw/base'[]]",
     ])
+
+
+def test_plan_option_lists_entries_and_runs_nothing(pytester):
+    write_matrix(pytester, "m.yaml", ONE_ENTRY)
+    write_matrix(pytester, "bw.yaml", BLACKWELL)
+    pytester.makepyfile("def test_never(): raise AssertionError('a plan runs no test')\n")
+    result = pytester.runpytest("--glmstack-matrix", "matrix", "--glmstack-plan")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "hardware: *",
+        "flags: *",
+        "bw/base  (*bw.yaml:*)",
+        "  command: python -m sglang.launch_server --model-path some/model --tp-size 8 --host 127.0.0.1 --port <port>",
+        "  gpus: 8  launch_timeout: 600 s",
+        "  here: skipped: needs 8 GPUs with SM120, FP4 support, *",
+        "tiny/a  (*m.yaml:*)",
+    ])
+    assert "a plan runs no test" not in result.stdout.str()
