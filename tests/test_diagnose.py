@@ -190,3 +190,39 @@ def test_graph_break_after_ready_fails_with_its_frame():
     got = capture.problems(capture.read(text), (), clean_compile=True)
     assert got == ["graph break after warm-up: Data-dependent branching at /x/sglang/srt/models/llama.py:90 in forward",
                    "recompile after warm-up: forward in /x/sglang/srt/models/llama.py:80"]
+
+
+# --- the corpus: every real log with the diagnosis a reader would give it -----------------------
+
+CORPUS = [
+    # (file, verdict, category, known issue, the runner saw a hang)
+    ("cpu-0.5.23-startup.log", "clean", None, None, False),
+    ("cpu-0.5.23-served.log", "clean", None, None, False),
+    ("h200-0.5.17-cudagraph.log", "clean", None, None, False),
+    ("h200-0.5.17-nograph.log", "clean", None, None, False),
+    ("h200-0.5.17-pcg-enforced.log", "clean", None, None, False),
+    ("h200-0.5.17-torch-compile-graph-breaks.log", "clean", None, None, False),
+    ("h200-0.5.17-bad-flag-enable-piecewise.log", "failed", "bad_flag", "sglang-flag-enable-piecewise-cuda-graph-removed", False),
+    ("cpu-0.5.23-torch-compile.log", "failed", "cuda_graph_capture", "sglang-cpu-engine-torch-compile", False),
+    ("cpu-0.5.23-invalid-choice.log", "failed", "bad_flag", None, False),
+    ("cpu-0.5.23-bad-dtype.log", "failed", "bad_flag", None, False),
+    ("cpu-0.5.23-kv-too-small.log", "failed", "oom", "sglang-kv-cache-smaller-than-warmup", False),
+    ("cpu-0.5.23-fp8-on-cpu.log", "failed", "arch_unsupported", "sglang-cpu-fp8-needs-amx", False),
+    ("cpu-0.5.23-missing-model.log", "failed", "other", None, False),
+    ("cpu-0.5.23-port-in-use.log", "failed", "port_in_use", "port-already-in-use", False),
+    ("cpu-0.5.23-tp2-on-cpu.log", "failed", "startup_hang", None, True),
+]
+
+
+@pytest.mark.parametrize("name, verdict, category, known, hang", CORPUS, ids=[c[0] for c in CORPUS])
+def test_corpus(name, verdict, category, known, hang):
+    d = diagnose.classify((LOGS / name).read_text(errors="replace"), CATALOG, hang=hang)
+    assert (d.verdict, d.category) == (verdict, category), d.render()
+    assert (d.known_issue.id if d.known_issue else None) == known, d.render()
+
+
+def test_server_args_dump_is_never_evidence_of_a_known_issue():
+    # The dump names disable_custom_all_reduce; that is no NCCL/P2P problem.
+    d = classify("cpu-0.5.23-port-in-use.log")
+    assert "server_args" in (LOGS / "cpu-0.5.23-port-in-use.log").read_text()
+    assert d.known_issue.id == "port-already-in-use"
