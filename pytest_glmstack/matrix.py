@@ -64,6 +64,12 @@ EXPECT_KEYS = {
     "same_output_as": "id of another entry whose greedy outputs this entry must reproduce",
 }
 
+SAME_OUTPUT_KEYS = {
+    "entry": "id of the reference entry",
+    "max_logprob_delta": "largest |logprob difference| allowed where both generated the same tokens",
+    "max_divergent_share": "largest share (0-1) of prompts whose greedy tokens may diverge",
+}
+
 DEFAULT_LAUNCH_TIMEOUT = 600.0
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -128,6 +134,8 @@ class Expect:
     generate_tokens: int = 8
     throughput: Throughput | None = None
     same_output_as: str | None = None
+    # With a tolerance: (max |logprob delta|, max share of diverging prompts); None: bitwise equal.
+    output_tolerance: tuple[float | None, float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -354,9 +362,29 @@ def _expect(ctx, node, key, value) -> dict:
     out = dict(value)
     if "launch" in value and value["launch"] not in ("ok", "fail"):
         ctx.fail(f"expected 'ok' or 'fail', got {value['launch']!r}", key="expect.launch", node=value)
-    for k in ("known_issue", "reason", "same_output_as"):
+    for k in ("known_issue", "reason"):
         if k in value:
             _want(ctx, value, k, value[k], (str,), "a string", "expect.")
+    if "same_output_as" in value:
+        ref = value["same_output_as"]
+        if isinstance(ref, dict):
+            _check_keys(ctx, ref, SAME_OUTPUT_KEYS, "expect.same_output_as", prefix="expect.same_output_as.")
+            if not isinstance(ref.get("entry"), str):
+                ctx.fail("needs 'entry': the id of the reference entry", key="expect.same_output_as", node=value)
+            tol = []
+            for k in ("max_logprob_delta", "max_divergent_share"):
+                v = ref.get(k)
+                if v is not None:
+                    _want(ctx, ref, k, v, (int, float), "a number", "expect.same_output_as.")
+                    if v < 0 or (k == "max_divergent_share" and v > 1):
+                        ctx.fail("must be between 0 and 1" if k == "max_divergent_share" else "must not be negative",
+                                 key=f"expect.same_output_as.{k}", node=ref)
+                tol.append(float(v) if v is not None else None)
+            out["same_output_as"] = ref["entry"]
+            out["output_tolerance"] = tuple(tol)
+        else:
+            _want(ctx, value, "same_output_as", ref, (str,), "an entry id, or {entry, max_logprob_delta, "
+                                                             "max_divergent_share}", "expect.")
     if "capture" in value:
         phases = _str_list(ctx, value, "capture", value["capture"], "expect.")
         bad = [p for p in phases if p not in ("decode", "prefill", "piecewise")]

@@ -65,6 +65,46 @@ def compare(reference: list[dict], got: list[dict]) -> Divergence | None:
     return None
 
 
+@dataclass(frozen=True)
+class Agreement:
+    """How two recordings agree when bitwise equality is not promised."""
+
+    divergent: int  # prompts whose tokens differ somewhere
+    prompts: int
+    max_logprob_delta: float | None  # over the positions where both generated the same tokens
+    first: Divergence | None
+
+    @property
+    def divergent_share(self) -> float:
+        return self.divergent / self.prompts if self.prompts else 0.0
+
+    def within(self, max_logprob_delta: float | None, max_divergent_share: float | None) -> list[str]:
+        """What exceeds the tolerance (empty when within it)."""
+        out = []
+        if max_divergent_share is not None and self.divergent_share > max_divergent_share:
+            out.append(f"{self.divergent} of {self.prompts} prompts diverge ({self.divergent_share:.0%} > "
+                       f"{max_divergent_share:.0%})")
+        if max_logprob_delta is not None and self.max_logprob_delta is not None \
+                and self.max_logprob_delta > max_logprob_delta:
+            out.append(f"max |logprob delta| {self.max_logprob_delta:.4f} > {max_logprob_delta:g}")
+        return out
+
+
+def agreement(reference: list[dict], got: list[dict]) -> Agreement:
+    """Per prompt: whether the tokens diverge, and the largest logprob difference over the
+    positions before the first divergence."""
+    divergent, deltas, first = 0, [], None
+    for i, (r, g) in enumerate(zip(reference, got)):
+        d = compare([r], [g])
+        upto = d.position if d is not None else min(len(r["output_ids"]), len(g["output_ids"]))
+        deltas += [abs(p - q) for p, q in zip(r.get("logprobs", [])[:upto], g.get("logprobs", [])[:upto])
+                   if p is not None and q is not None]
+        if d is not None:
+            divergent += 1
+            first = first or Divergence(i, d.position, d.expected, d.got, d.prompt_len, d.max_logprob_delta)
+    return Agreement(divergent, min(len(reference), len(got)), max(deltas) if deltas else None, first)
+
+
 def store_path(shared_dir: Path, entry_id: str) -> Path:
     return Path(shared_dir) / (entry_id.replace("/", "__") + ".json")
 

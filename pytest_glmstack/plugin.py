@@ -715,9 +715,17 @@ def check_outputs(request, server, entry, reference):
                     outputs.save(shared, reference.id, ref)
                 finally:
                     launch.stop(settings.stop_grace)
-        div = outputs.compare(ref, got)
-        if div is not None:
-            problems.append(div.text(reference.id))
+        tol = entry.expect.output_tolerance
+        if tol is None:
+            div = outputs.compare(ref, got)
+            if div is not None:
+                problems.append(div.text(reference.id))
+        else:
+            agree = outputs.agreement(ref, got)
+            over = agree.within(*tol)
+            if over:
+                problems.append("outside the tolerance: " + "; ".join(over)
+                                + (f"; first: {agree.first.text(reference.id)}" if agree.first else ""))
     if state.baseline is not None:
         saved = state.baseline["entries"].get(entry.id, {}).get("outputs")
         if saved:

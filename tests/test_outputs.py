@@ -64,3 +64,31 @@ def test_equal_and_diverging_entries_on_real_servers(pytester):
     # The reported position is where the recorded token ids first differ.
     first = next((i, p) for i, (a, b) in enumerate(zip(base, other)) for p in range(len(a)) if a[p] != b[p])
     result.stdout.fnmatch_lines([f"*prompt #{first[0]} (* tokens) diverges from eq/base at generated position {first[1]}:*"])
+
+
+def test_agreement_within_a_tolerance():
+    ref = rec([1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 1, 1])
+    got = rec([1, 2, 3], [4, 5, 0], [7, 8, 9], [1, 1, 1])
+    got[0]["logprobs"] = [-0.1, -0.25, -0.3]
+    a = outputs.agreement(ref, got)
+    assert (a.divergent, a.prompts, a.divergent_share) == (1, 4, 0.25)
+    assert abs(a.max_logprob_delta - 0.05) < 1e-9
+    assert (a.first.prompt, a.first.position, a.first.expected, a.first.got) == (1, 2, 6, 0)
+    assert a.within(0.1, 0.25) == []
+    assert a.within(0.01, 0.1) == ["1 of 4 prompts diverge (25% > 10%)", "max |logprob delta| 0.0500 > 0.01"]
+
+
+def test_tolerance_in_the_matrix(tmp_path):
+    from pytest_glmstack import matrix
+
+    p = tmp_path / "m.yaml"
+    p.write_text("defaults: {model: m}\nentries:\n  - {id: a}\n  - id: b\n    expect:\n"
+                 "      same_output_as: {entry: a, max_logprob_delta: 0.02, max_divergent_share: 0.25}\n")
+    b = {e.name: e for e in matrix.load([p])}["b"]
+    assert (b.expect.same_output_as, b.expect.output_tolerance) == ("a", (0.02, 0.25))
+    p.write_text("defaults: {model: m}\nentries:\n  - {id: a}\n  - id: b\n    expect:\n"
+                 "      same_output_as: {entry: a, max_divergent_share: 2}\n")
+    import pytest
+
+    with pytest.raises(matrix.MatrixError, match="must be between 0 and 1"):
+        matrix.load([p])
