@@ -19,8 +19,10 @@ test: setup test-serial test-xdist
 test-serial:
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Tests marked machine_wide signal and kill processes (kill-orphans stops every orphaned server
+# on the machine); they run in the plain pass only, never beside the other worker's servers.
 test-xdist:
-	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 -m "not machine_wide" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/lifecycle.py

@@ -14,3 +14,8 @@ import pytest_glmstack.server  # noqa: F401
 import pytest_glmstack.sweep  # noqa: F401
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "machine_wide: signals or kills glmstack processes machine-wide; "
+                                       "runs alone (the -n 2 pass of make test leaves it out)")

@@ -18,6 +18,9 @@ import pytest
 from pytest_glmstack import sweep
 
 pytest_plugins = ["pytester"]
+# These tests signal and kill processes, and kill-orphans stops every orphaned glmstack server on
+# the machine: they run in the plain pass of `make test`, never beside another worker's servers.
+pytestmark = pytest.mark.machine_wide
 STANDIN = Path(__file__).parent / "standin" / "python"
 
 CPU_MATRIX = """
