@@ -19,10 +19,13 @@ test: setup test-serial test-xdist
 test-serial:
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# Tests marked machine_wide signal and kill processes (kill-orphans stops every orphaned server
-# on the machine); they run in the plain pass only, never beside the other worker's servers.
+# The -n 2 pass covers the plugin's own tests (pytester, loaders, NVML, leases, diagnosis, flags,
+# probes). Real-server suites run in the plain pass: under -n 2 beside each other, CPU servers of
+# one worker were seen ending on an outside SIGTERM while they started (under investigation).
+XDIST_TESTS := tests/test_plugin.py tests/test_matrix_loader.py tests/test_hardware.py tests/test_leases.py \
+	tests/test_docs.py tests/test_diagnose.py tests/test_flags.py tests/test_probes.py
 test-xdist:
-	$(PY) -m pytest -n 2 -m "not machine_wide" $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 -m "not machine_wide" $(XDIST_TESTS) $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/lifecycle.py
