@@ -119,7 +119,7 @@ def test_bad_flag_fails_the_entry_before_anything_launches(pytester):
         "--enable-piecewise-cuda-graph: not a flag of SGLang *",
         "*known issue: sglang-flag-enable-piecewise-cuda-graph-removed*",
     ])
-    assert "starting v/pcg" not in result.stdout.str() or "Load weight" not in result.stdout.str()
+    assert "v/pcg: loading weights" not in result.stdout.str()  # no server process was started
     assert took < 30, took  # no server: the parser is cached, the rest is pytest's start-up
 
 
