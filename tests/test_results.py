@@ -105,12 +105,14 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     # A baseline that claims ten times the concurrency-2 figure: only that test regresses.
     data["entries"]["tp/base"]["throughput"]["2"]["median"] *= 10
     (pytester.path / "doctored.json").write_text(json.dumps(data))
+    # A wide tolerance: the shared machine's run-to-run noise must not fail the untouched c1 level.
     second = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "-p", "no:cacheprovider", "-rA",
-                                           "--glmstack-compare", "doctored.json", timeout=900)
+                                           "--glmstack-compare", "doctored.json",
+                                           "--glmstack-compare-fail", "throughput:50%", timeout=900)
     second.assert_outcomes(passed=1, failed=1)
     second.stdout.fnmatch_lines_random([
         "PASSED *::test_throughput[[]tp/base/c1[]]",
         "FAILED *::test_throughput[[]tp/base/c2[]]*",
-        "*tp/base at concurrency 2: regressed: * tok/s is *% below the saved run's * (tolerance 5%)*",
+        "*tp/base at concurrency 2: regressed: * tok/s is *% below the saved run's * (tolerance 50%)*",
         "tp/base *2 * regressed",
     ])
