@@ -19,13 +19,10 @@ test: setup test-serial test-xdist
 test-serial:
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The -n 2 pass covers the plugin's own tests (pytester, loaders, NVML, leases, diagnosis, flags,
-# probes). Real-server suites run in the plain pass: under -n 2 beside each other, CPU servers of
-# one worker were seen ending on an outside SIGTERM while they started (under investigation).
-XDIST_TESTS := tests/test_plugin.py tests/test_matrix_loader.py tests/test_hardware.py tests/test_leases.py \
-	tests/test_docs.py tests/test_diagnose.py tests/test_flags.py tests/test_probes.py
+# Tests that stop glmstack processes machine-wide (kill-orphans) run in the plain pass only:
+# beside a second worker they would, by design, stop its servers too.
 test-xdist:
-	$(PY) -m pytest -n 2 -m "not machine_wide" $(XDIST_TESTS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 -m "not machine_wide" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/lifecycle.py

@@ -174,8 +174,10 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
         port = leases.lease_port(settings.lock_dir, settings.host)
         result._port_lease = port
         argv = sglang_argv(settings.python, model, entry.args, settings.host, port.port)
+        # The pid keeps ids apart when two processes launch the same entry (xdist --dist each):
+        # teardown sweeps by this id and must never find another worker's server.
         server = Server(argv, env=server_env(entry, settings, gpus), log_path=log_path, host=settings.host,
-                        port=port.port, server_id=f"{settings.run_id}:{safe}:{serial}", on_phase=on_phase)
+                        port=port.port, server_id=f"{settings.run_id}:{os.getpid()}:{safe}:{serial}", on_phase=on_phase)
         result.server = server
         server.start()
         server.wait_ready(entry.launch_timeout * settings.launch_timeout_factor)

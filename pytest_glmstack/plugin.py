@@ -36,10 +36,14 @@ OPTIONS = [
     ("compare", "string", "", "compare with a saved run (NAME in the results directory, or a path) and fail what regressed"),
     ("compare-fail", "string", "throughput:5%", "how far below the saved run a throughput figure may fall before its test fails"),
     ("results-dir", "string", ".glmstack/results", "where --glmstack-save stores runs (relative to the rootdir)"),
+    ("calibrate-runs", "string", "5", "--glmstack-calibrate: how many of the newest saved runs of this machine a floor is taken from"),
+    ("calibrate-factor", "string", "0.8", "--glmstack-calibrate: the proposed floor is the median of those runs times this factor"),
 ]
 FLAGS = [
     ("kill-orphans", "before the run, stop servers that earlier glmstack runs left behind (their pytest process is gone)"),
     ("no-flag-check", "launch without checking entries' flags against the installed SGLang's parser first (the server's own argparse still rejects bad ones, seconds later)"),
+    ("calibrate", "propose throughput floors from the runs saved in the results directory, print them and exit without running anything"),
+    ("calibrate-write", "with --glmstack-calibrate: write the proposed floors into the matrix files (comments and order kept)"),
     ("plan", "show every matrix entry with its command line, env, GPUs, expectations and whether it would run here, then exit without running anything"),
 ]
 
@@ -115,7 +119,9 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """--glmstack-plan: print the plan and stop, as --markers and --fixtures do."""
+    """--glmstack-plan and --glmstack-calibrate: print and stop, as --markers and --fixtures do."""
+    if config.getoption("glmstack_calibrate"):
+        return _calibrate(config)
     if not config.getoption("glmstack_plan"):
         return None
     config._do_configure()
@@ -129,6 +135,40 @@ def pytest_cmdline_main(config):
         tw = config.get_terminal_writer()
         for line in report.plan_lines(config.stash[STATE].entries, spec, why, _inventory(config)):
             tw.line(line)
+    finally:
+        config._ensure_unconfigure()
+    return 0
+
+
+def _calibrate(config) -> int:
+    from . import calibrate
+
+    config._do_configure()
+    try:
+        tw = config.get_terminal_writer()
+        entries = config.stash[STATE].entries
+        if not entries:
+            raise pytest.UsageError("glmstack: --glmstack-calibrate: no matrix entries (give --glmstack-matrix "
+                                    "or the glmstack_matrix ini key)")
+        last, factor = _num(config, "calibrate-runs"), _num(config, "calibrate-factor")
+        runs = calibrate.history(_results_dir(config))
+        if not runs:
+            raise pytest.UsageError(f"glmstack: --glmstack-calibrate: no saved runs in {_results_dir(config)}; "
+                                    f"save some with --glmstack-save NAME first")
+        try:
+            proposals = calibrate.propose(entries, runs, last=int(last), factor=factor)
+        except calibrate.CalibrateError as e:
+            raise pytest.UsageError(f"glmstack: --glmstack-calibrate: {e}") from None
+        tw.line(f"glmstack: floors from the last {int(last)} saved run(s) in {_results_dir(config)} x {factor:g}")
+        for line in calibrate.table(proposals, runs[-1].machine):
+            tw.line(line)
+        if config.getoption("glmstack_calibrate_write"):
+            try:
+                changes = calibrate.write(proposals)
+            except calibrate.CalibrateError as e:
+                raise pytest.UsageError(f"glmstack: --glmstack-calibrate-write: {e}") from None
+            for line in changes or ["no floor changed"]:
+                tw.line("glmstack: " + line)
     finally:
         config._ensure_unconfigure()
     return 0
@@ -172,9 +212,6 @@ def pytest_configure(config):
             state.baseline = results.load(_opt(config, "compare"), _results_dir(config))
         except results.ResultsError as e:
             raise pytest.UsageError(f"glmstack: --glmstack-compare: {e}") from None
-    # Servers of one entry share a worker: group them when xdist balances by plain load.
-    if state.entries and getattr(config.option, "dist", "no") == "load":
-        config.option.dist = "loadgroup"
     # SIGTERM would end pytest without teardown; make it an interrupt, as Ctrl-C is, so the
     # session finishes and stops its servers (the reaper guards cover SIGKILL and os._exit).
     if state.entries and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL \
@@ -193,14 +230,26 @@ def pytest_unconfigure(config):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-@pytest.hookimpl(optionalhook=True)
 def _results_dir(config) -> Path:
     d = Path(_opt(config, "results-dir"))
     return d if d.is_absolute() else config.rootpath / d
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):  # xdist controller: one run id for all workers
     node.workerinput["glmstack_run"] = node.config.stash[STATE].run_id
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under -n N (--dist load or loadgroup): every test of an entry on one worker, one server
+    per entry. Other --dist modes are the user's choice and are left alone."""
+    state = config.stash[STATE]
+    if not state.entries or config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from .scheduling import EntryScheduling
+
+    return EntryScheduling(config, log, [e.id for e in state.entries])
 
 
 def _entry_marks(entry) -> list:
@@ -503,11 +552,25 @@ def pytest_sessionfinish(session):
         sweep.sweep_run(state.run_id)
         if state.results is not None and (_opt(config, "json") or _opt(config, "save")):
             data = _finished_results(config)
+            targets = []
             if _opt(config, "json"):
-                state.written.append(("results written to", results.write(data, Path(_opt(config, "json")))))
+                targets.append(("results written to", Path(_opt(config, "json"))))
             if _opt(config, "save"):
-                path = results.resolve(_opt(config, "save"), _results_dir(config))
-                state.written.append((f"results saved as {_opt(config, 'save')!r} in", results.write(data, path)))
+                targets.append((f"results saved as {_opt(config, 'save')!r} in",
+                                results.resolve(_opt(config, "save"), _results_dir(config))))
+            for what, path in targets:
+                state.written.append((what, results.write(data, path)))
+                _write_plot(state, data, path.with_suffix(".png"))
+
+
+def _write_plot(state, data: dict, path: Path):
+    from . import plot
+
+    try:
+        if plot.throughput(data, path, state.baseline) is not None:
+            state.written.append(("throughput plot", path))
+    except plot.PlotUnavailable as e:
+        state.written.append(("no throughput plot:", str(e)))
 
 
 # --- fixtures ----------------------------------------------------------------------------------

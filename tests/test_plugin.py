@@ -268,6 +268,58 @@ def test_xdist_groups_one_per_entry(pytester):
     ])
 
 
+FOUR_ENTRIES = """
+name: grp
+defaults:
+  model: builtin:tiny-llama
+  args: [--device, cpu]
+entries:
+  - {id: a}
+  - {id: b}
+  - {id: c}
+  - {id: d}
+"""
+
+
+def test_plain_n_keeps_each_entrys_tests_on_one_worker(pytester):
+    # Marks alone do not do it: a worker decides from its own command line whether to tag its
+    # items with their group, and there -n 2 alone means plain load.
+    write_matrix(pytester, "m.yaml", FOUR_ENTRIES)
+    pytester.makepyfile("""
+        import os
+
+        def record(entry):
+            with open("seen.txt", "a") as f:
+                f.write(f"{entry.id} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+
+        def test_a(glmstack_entry): record(glmstack_entry)
+        def test_b(glmstack_entry): record(glmstack_entry)
+        def test_c(glmstack_entry): record(glmstack_entry)
+    """)
+    result = pytester.runpytest("--glmstack-matrix", "matrix", "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=12)
+    workers = {}
+    for line in (pytester.path / "seen.txt").read_text().splitlines():
+        eid, worker = line.split()
+        workers.setdefault(eid, set()).add(worker)
+    assert sorted(workers) == ["grp/a", "grp/b", "grp/c", "grp/d"]
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert len(set().union(*workers.values())) == 2, workers  # and the load is still spread
+
+
+def test_scope_of_reads_the_entry_from_the_parameter_id():
+    from pytest_glmstack.scheduling import entry_pattern, scope_of
+
+    pat = entry_pattern(["cpu-tiny/baseline", "tiny/baseline", "cpu-tiny/baseline-2", "h/a"])
+    assert scope_of("t.py::test_launch[cpu-tiny/baseline]", pat) == "glmstack:cpu-tiny/baseline"
+    assert scope_of("t.py::test_launch[tiny/baseline]", pat) == "glmstack:tiny/baseline"
+    assert scope_of("t.py::test_x[cpu-tiny/baseline-2]", pat) == "glmstack:cpu-tiny/baseline-2"
+    assert scope_of("t.py::test_throughput[cpu-tiny/baseline/c4]", pat) == "glmstack:cpu-tiny/baseline"
+    assert scope_of("t.py::test_y[3-h/a]", pat) == "glmstack:h/a"  # joined with a user's parameter
+    assert scope_of("t.py::test_z[h/ab]", pat) == "t.py::test_z[h/ab]"  # not an entry: its own unit
+    assert scope_of("t.py::test_w[1]@db", pat) == "db"  # xdist_group suffix, where pytest writes one
+
+
 def test_plan_option_lists_entries_and_runs_nothing(pytester):
     write_matrix(pytester, "m.yaml", ONE_ENTRY)
     write_matrix(pytester, "bw.yaml", BLACKWELL)

@@ -1,0 +1,171 @@
+"""Throughput floors from saved history: propose each level's floor as the median of its last
+saved figures times a factor, and write the proposals into the matrix files in place.
+
+Writing keeps the file's comments, order and layout (ruamel.yaml round trip); only the
+``floor`` value of each calibrated level changes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .matrix import Entry
+
+
+class CalibrateError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    created: str
+    machine: str  # which hardware the figures were measured on
+    data: dict
+
+
+@dataclass
+class Proposal:
+    entry: Entry
+    concurrency: int
+    current: float | None
+    figures: list[float] = field(default_factory=list)  # oldest first
+    proposed: float | None = None
+    note: str = ""
+
+    @property
+    def change(self) -> float | None:
+        if self.current and self.proposed is not None:
+            return self.proposed / self.current - 1
+        return None
+
+
+def machine_of(data: dict) -> str:
+    """Runs are only comparable on the same hardware: the GPU list, or the CPU host when none."""
+    stack = data.get("stack", {})
+    gpus = stack.get("gpus") or []
+    if gpus:
+        names: dict[str, int] = {}
+        for n in gpus:
+            names[n] = names.get(n, 0) + 1
+        return ", ".join(f"{c}x {n}" for n, c in names.items())
+    return f"no GPU ({stack.get('hostname') or '?'})"
+
+
+def history(results_dir: Path) -> list[Run]:
+    """Saved runs of the results directory, oldest first. Files that are not results are skipped."""
+    runs = []
+    for p in sorted(Path(results_dir).glob("*.json")):
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "entries" in data and "created" in data:
+            runs.append(Run(p, str(data["created"]), machine_of(data), data))
+    return sorted(runs, key=lambda r: (r.created, r.path.name))
+
+
+def round_down(x: float) -> float:
+    """Two significant digits, rounded down: floors read like 11000 or 150, not 11329.6."""
+    if x <= 0:
+        return 0.0
+    step = 10 ** (math.floor(math.log10(x)) - 1)
+    v = math.floor(x / step) * step
+    return float(round(v, 6))
+
+
+def propose(entries: tuple[Entry, ...], runs: list[Run], *, last: int = 5, factor: float = 0.8,
+            machine: str | None = None) -> list[Proposal]:
+    """One proposal per throughput level of the entries. Only runs on ``machine`` count (default:
+    the machine of the newest run), and only figures of levels whose test passed or measured."""
+    if not 0 < factor <= 1:
+        raise CalibrateError(f"factor must be in (0, 1], got {factor}")
+    if last < 1:
+        raise CalibrateError(f"runs must be at least 1, got {last}")
+    if machine is None and runs:
+        machine = runs[-1].machine
+    usable = [r for r in runs if r.machine == machine]
+    out = []
+    for e in entries:
+        tp = e.expect.throughput
+        if tp is None:
+            continue
+        for lv in tp.levels:
+            p = Proposal(e, lv.concurrency, lv.floor)
+            for r in usable:
+                fig = r.data["entries"].get(e.id, {}).get("throughput", {}).get(str(lv.concurrency))
+                if fig and fig.get("median") is not None:
+                    p.figures.append(float(fig["median"]))
+            p.figures = p.figures[-last:]
+            if p.figures:
+                p.proposed = round_down(statistics.median(p.figures) * factor)
+            else:
+                p.note = "no saved figure on this machine"
+            out.append(p)
+    return out
+
+
+def table(proposals: list[Proposal], machine: str | None) -> list[str]:
+    rows = [("entry", "concurrency", "floor now", "runs", "median tok/s", "proposed", "change")]
+    for p in proposals:
+        med = statistics.median(p.figures) if p.figures else None
+        rows.append((p.entry.id, str(p.concurrency), "-" if p.current is None else f"{p.current:g}",
+                     str(len(p.figures)), "-" if med is None else f"{med:.1f}",
+                     "-" if p.proposed is None else f"{p.proposed:g}",
+                     p.note or ("-" if p.change is None else f"{p.change:+.0%}")))
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(x) for c, x in zip(r, w)).rstrip() for r in rows]
+    return [f"history measured on: {machine or 'no saved runs'}"] + lines
+
+
+def write(proposals: list[Proposal]) -> list[str]:
+    """Set the proposed floors in the matrix files. Returns one line per change or skip."""
+    try:
+        from ruamel.yaml import YAML
+    except ImportError:
+        raise CalibrateError("writing floors needs ruamel.yaml (it keeps the file's comments): "
+                             "pip install 'pytest-glmstack[calibrate]'") from None
+    yaml = YAML()  # round-trip mode
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    by_file: dict[str, list[Proposal]] = {}
+    for p in proposals:
+        if p.proposed is not None:
+            by_file.setdefault(p.entry.path, []).append(p)
+    out = []
+    for path, props in by_file.items():
+        doc = yaml.load(Path(path).read_text())
+        changed = False
+        for p in props:
+            level = _level_node(doc, p.entry.name, p.concurrency)
+            if level is None:
+                out.append(f"{path}: entry {p.entry.name!r}: concurrency {p.concurrency} is not written in the entry "
+                           f"itself (inherited through extends or defaults); set its floor where it is defined")
+                continue
+            value = int(p.proposed) if p.proposed == int(p.proposed) else p.proposed
+            if level.get("floor") == value:
+                continue
+            level["floor"] = value
+            changed = True
+            out.append(f"{path}: entry {p.entry.name!r}, concurrency {p.concurrency}: floor "
+                       f"{'-' if p.current is None else f'{p.current:g}'} -> {value}")
+        if changed:
+            tmp = Path(path).with_name(f".{Path(path).name}.calibrate.tmp")
+            with open(tmp, "w") as f:
+                yaml.dump(doc, f)
+            tmp.replace(path)
+    return out
+
+
+def _level_node(doc, name: str, concurrency: int):
+    for e in (doc or {}).get("entries") or []:
+        if isinstance(e, dict) and str(e.get("id")) == name:
+            levels = (((e.get("expect") or {}).get("throughput") or {}).get("levels")) or []
+            for lv in levels:
+                if isinstance(lv, dict) and lv.get("concurrency") == concurrency:
+                    return lv
+    return None
