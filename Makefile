@@ -6,13 +6,16 @@ PY := $(VENV)/bin/python
 export LD_LIBRARY_PATH := $(CURDIR)/$(VENV)/lib/nocuda$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-serial test-xdist plan bench clean
+.PHONY: setup run test test-serial test-xdist plan bench bench-lifecycle bench-throughput clean
 
 setup:
 	@scripts/bootstrap-cpu.sh
 
+# Each run is saved (results JSON + throughput plot) under .glmstack/results: compare a later
+# run with it (PYTEST_ARGS="--glmstack-compare NAME") or calibrate floors from the history.
+SAVE ?= cpu-$(shell date -u +%Y%m%dT%H%M%SZ)
 run: setup
-	$(PY) -m pytest tests/test_matrix.py -v $(PYTEST_ARGS)
+	$(PY) -m pytest tests/test_matrix.py -v --glmstack-save $(SAVE) $(PYTEST_ARGS)
 
 test: setup test-serial test-xdist
 
@@ -24,8 +27,13 @@ test-serial:
 test-xdist:
 	$(PY) -m pytest -n 2 -m "not machine_wide" $(PYTEST_ARGS)
 
-bench: setup
+bench: bench-lifecycle bench-throughput
+
+bench-lifecycle: setup
 	$(PY) bench/lifecycle.py
+
+bench-throughput: setup
+	$(PY) bench/throughput.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,8 +1,7 @@
 """Throughput floors from saved history: propose each level's floor as the median of its last
 saved figures times a factor, and write the proposals into the matrix files in place.
 
-Writing keeps the file's comments, order and layout (ruamel.yaml round trip); only the
-``floor`` value of each calibrated level changes.
+Writing edits only the ``floor`` values, in place in the text: comments, order and layout stay.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from .matrix import Entry
 
@@ -123,49 +124,67 @@ def table(proposals: list[Proposal], machine: str | None) -> list[str]:
 
 
 def write(proposals: list[Proposal]) -> list[str]:
-    """Set the proposed floors in the matrix files. Returns one line per change or skip."""
-    try:
-        from ruamel.yaml import YAML
-    except ImportError:
-        raise CalibrateError("writing floors needs ruamel.yaml (it keeps the file's comments): "
-                             "pip install 'pytest-glmstack[calibrate]'") from None
-    yaml = YAML()  # round-trip mode
-    yaml.preserve_quotes = True
-    yaml.width = 4096
+    """Set the proposed floors in the matrix files. Returns one line per change or skip.
+
+    Only the floor values are edited, in the text itself at the positions the YAML parser
+    reports: comments, order, quoting and indentation stay exactly as they were."""
     by_file: dict[str, list[Proposal]] = {}
     for p in proposals:
         if p.proposed is not None:
             by_file.setdefault(p.entry.path, []).append(p)
     out = []
     for path, props in by_file.items():
-        doc = yaml.load(Path(path).read_text())
-        changed = False
+        text = Path(path).read_text()
+        edits = []  # (start, end, replacement)
         for p in props:
-            level = _level_node(doc, p.entry.name, p.concurrency)
+            level = _level_node(text, p.entry.name, p.concurrency)
+            value = f"{p.proposed:g}"
             if level is None:
                 out.append(f"{path}: entry {p.entry.name!r}: concurrency {p.concurrency} is not written in the entry "
                            f"itself (inherited through extends or defaults); set its floor where it is defined")
                 continue
-            value = int(p.proposed) if p.proposed == int(p.proposed) else p.proposed
-            if level.get("floor") == value:
-                continue
-            level["floor"] = value
-            changed = True
+            floor = next((v for k, v in level.value if k.value == "floor"), None)
+            if floor is not None:
+                if floor.value == value:
+                    continue
+                edits.append((floor.start_mark.index, floor.end_mark.index, value))
+            elif level.flow_style:  # {concurrency: 4} -> {concurrency: 4, floor: N}
+                end = level.end_mark.index - 1
+                edits.append((end, end, f", floor: {value}"))
+            else:  # a block mapping: a line of its own under 'concurrency'
+                key = next(k for k, _ in level.value if k.value == "concurrency")
+                line_end = text.index("\n", key.end_mark.index) if "\n" in text[key.end_mark.index:] else len(text)
+                edits.append((line_end, line_end, "\n" + " " * key.start_mark.column + f"floor: {value}"))
             out.append(f"{path}: entry {p.entry.name!r}, concurrency {p.concurrency}: floor "
                        f"{'-' if p.current is None else f'{p.current:g}'} -> {value}")
-        if changed:
+        if edits:
+            for start, end, new in sorted(edits, reverse=True):
+                text = text[:start] + new + text[end:]
             tmp = Path(path).with_name(f".{Path(path).name}.calibrate.tmp")
-            with open(tmp, "w") as f:
-                yaml.dump(doc, f)
+            tmp.write_text(text)
             tmp.replace(path)
     return out
 
 
-def _level_node(doc, name: str, concurrency: int):
-    for e in (doc or {}).get("entries") or []:
-        if isinstance(e, dict) and str(e.get("id")) == name:
-            levels = (((e.get("expect") or {}).get("throughput") or {}).get("levels")) or []
-            for lv in levels:
-                if isinstance(lv, dict) and lv.get("concurrency") == concurrency:
-                    return lv
+def _child(node, key: str):
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+    return None
+
+
+def _level_node(text: str, name: str, concurrency: int):
+    """The YAML node of an entry's own throughput level, or None when the entry does not write it."""
+    root = yaml.compose(text)
+    entries = _child(root, "entries")
+    for e in entries.value if isinstance(entries, yaml.SequenceNode) else []:
+        ident = _child(e, "id")
+        if ident is None or ident.value != name:
+            continue
+        levels = _child(_child(_child(e, "expect"), "throughput"), "levels")
+        for lv in levels.value if isinstance(levels, yaml.SequenceNode) else []:
+            c = _child(lv, "concurrency")
+            if c is not None and c.value == str(concurrency):
+                return lv
     return None

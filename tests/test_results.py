@@ -102,6 +102,9 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     data = json.loads(saved.read_text())
     assert set(data["entries"]["tp/base"]["throughput"]) == {"1", "2"}
     assert data["stack"]["sglang"] and "torch" in data["stack"]
+    plot = saved.with_suffix(".png")
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    first.stdout.fnmatch_lines([f"glmstack: throughput plot {plot}"])
     # A baseline that claims ten times the concurrency-2 figure: only that test regresses.
     data["entries"]["tp/base"]["throughput"]["2"]["median"] *= 10
     (pytester.path / "doctored.json").write_text(json.dumps(data))
