@@ -14,6 +14,8 @@ _END = re.compile(r"Capture (?:target )?(decode|prefill|draft\w*|target_verify) 
 _OLD_END = re.compile(r"Capture cuda graph end\. Time elapsed: ([\d.]+) s")
 _OLD_PIECEWISE_END = re.compile(r"Capture piecewise CUDA graph end\. Time elapsed: ([\d.]+) s|Capture piecewise CUDA graph end")
 _DISABLE = re.compile(r"Disable (decode|prefill|piecewise) CUDA graph because (.*)$")
+# 0.5.17+ safety gate: "Disabling auto-selected prefill CUDA graph: only 1.12 GiB is free ..."
+_DISABLING = re.compile(r"Disabling (?:auto-selected )?(decode|prefill|piecewise) CUDA graph: (.*)$")
 _BATCH_GRAPH = re.compile(r"(Decode|Prefill) batch.*?cuda graph: (True|False)")
 _READY = re.compile(r"The server is fired up and ready to roll")
 _GRAPH_BREAK = re.compile(r"\[__graph_breaks\] Graph Break Reason: (.*)$")
@@ -85,7 +87,7 @@ def read(text: str) -> CaptureReport:
         if m:
             r.phases["decode"] = Phase("full", True, float(m.group(1)))
             continue
-        m = _DISABLE.search(line)
+        m = _DISABLE.search(line) or _DISABLING.search(line)
         if m:
             r.disabled[m.group(1)] = m.group(2).strip()
             continue

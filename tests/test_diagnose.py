@@ -165,6 +165,19 @@ def test_capture_disabled_says_which_phase_and_why():
     assert got[2] == "7 decode batch(es) ran without a CUDA graph (cuda graph: False), 0 with one"
 
 
+def test_prefill_graph_silently_disabled_by_the_memory_gate():
+    # A real H200 launch beside a process holding all but 2 GiB: the server becomes ready and
+    # serves, but prefill runs without its CUDA graph. Only the capture check can tell.
+    name = "h200-0.5.17-prefill-graph-disabled-low-memory.log"
+    assert classify(name).verdict == "clean"
+    r = read(name)
+    assert r.captured("decode") and not r.captured("prefill")
+    got = capture.problems(r, ("decode", "prefill"), clean_compile=False)
+    assert got == ["prefill was not captured as a CUDA graph: the server disabled it: only 1.12 GiB is free after "
+                   "model/KV/eager-buffer allocation; at least 4.00 GiB is required for capture. Set an explicit "
+                   "prefill CUDA graph backend to override this safety gate."], got
+
+
 def test_piecewise_capture_enforced():
     r = read("h200-0.5.17-pcg-enforced.log")
     assert r.phases["prefill"].backend == "tc_piecewise" and r.captured("piecewise")
@@ -211,6 +224,10 @@ CORPUS = [
     ("cpu-0.5.23-missing-model.log", "failed", "other", None, False),
     ("cpu-0.5.23-port-in-use.log", "failed", "port_in_use", "port-already-in-use", False),
     ("cpu-0.5.23-tp2-on-cpu.log", "failed", "startup_hang", None, True),
+    ("h200-0.5.17-prefill-graph-disabled-low-memory.log", "clean", None, None, False),
+    ("h200x2-0.5.17-tp2-nccl-no-socket-interface.log", "failed", "nccl_comm", None, False),
+    ("h200-0.5.17-modelopt-fp4-no-quant-config.log", "failed", "other", None, False),
+    ("h200-0.5.17-flashinfer-jit-no-compiler.log", "failed", "flashinfer_jit", "flashinfer-jit-build-failed", False),
 ]
 
 

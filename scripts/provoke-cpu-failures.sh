@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Provoke real failures of the CPU stack (SGLang 0.5.23 CPU engine, torch, FlashInfer) for the
+# diagnosis corpus (tests/data/logs). Each scenario writes $OUT/<name>.log: the command, then
+# everything it printed. Two run at a time. Usage, from the repository root after `make setup`:
+#   scripts/provoke-cpu-failures.sh [SCENARIO ...]   (default: all)
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/glmstack-provoke-cpu}
+mkdir -p "$OUT"
+PY=$PWD/.venv/bin/python
+export LD_LIBRARY_PATH=$PWD/.venv/lib/nocuda SGLANG_USE_CPU_ENGINE=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+MODEL=$("$PY" -c "from pytest_glmstack import models, leases; print(models.ensure('builtin:tiny-llama', leases.default_lock_dir().parent / 'models'))")
+CPU=(--model-path "$MODEL" --device cpu --attention-backend torch_native --load-format dummy --sleep-on-idle --host 127.0.0.1)
+CAP=(--max-total-tokens 16384)
+LIMIT=${LIMIT:-120}
+port=31100
+
+# run NAME [VAR=value ...] -- command...
+run() {
+  local name=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  echo "\$ ${envs[*]} $*" > "$OUT/$name.log"
+  env "${envs[@]}" setsid timeout -s TERM -k 5 "$LIMIT" "$@" >> "$OUT/$name.log" 2>&1
+  echo "$name: exit $?"
+}
+
+server() {  # server NAME [VAR=value ...] -- extra flags...
+  local name=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  port=$((port + 1))
+  run "$name" "${envs[@]}" -- "$PY" -m sglang.launch_server "${CPU[@]}" --port "$port" "$@"
+}
+
+compile_script() {  # a small torch.compile program; its failure is torch's own
+  cat <<'PY'
+import os, torch, torch._dynamo
+mode = os.environ["SCENARIO"]
+def f(x):
+    return torch.nn.functional.silu(x) * x.sum()
+if mode == "recompile":
+    torch._dynamo.config.error_on_recompile = True
+    g = torch.compile(f, dynamic=False)
+    g(torch.randn(4)); g(torch.randn(4, 4))
+else:
+    torch.compile(f)(torch.randn(8))
+PY
+}
+
+s_tp_word() { server cpu-0.5.23-tp-size-word -- "${CAP[@]}" --tp-size two; }
+s_unknown_flag() { server cpu-0.5.23-unknown-flag -- "${CAP[@]}" --enable-single-batch-overlapp; }
+s_mem_fraction() { server cpu-0.5.23-mem-fraction-above-one -- "${CAP[@]}" --mem-fraction-static 1.7; }
+s_context_4() { server cpu-0.5.23-context-length-4 -- "${CAP[@]}" --context-length 4; }
+s_broken_config() {
+  local d=$OUT/broken-model; mkdir -p "$d"; cp "$MODEL"/* "$d"/ 2>/dev/null; echo '{"architectures": ["LlamaForCausalLM"],' > "$d/config.json"
+  port=$((port + 1))
+  run cpu-0.5.23-broken-config -- "$PY" -m sglang.launch_server --model-path "$d" --device cpu --attention-backend torch_native \
+    --load-format dummy --host 127.0.0.1 --port "$port" "${CAP[@]}"
+}
+s_unknown_arch() {
+  local d=$OUT/unknown-arch; mkdir -p "$d"; cp "$MODEL"/* "$d"/ 2>/dev/null
+  "$PY" -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['architectures']=['GlmMoeDsaForCausalLMX']; json.dump(c, open(p,'w'))" "$d/config.json"
+  port=$((port + 1))
+  run cpu-0.5.23-unknown-architecture -- "$PY" -m sglang.launch_server --model-path "$d" --device cpu --attention-backend torch_native \
+    --load-format dummy --host 127.0.0.1 --port "$port" "${CAP[@]}"
+}
+s_address_space() {  # the KV cache sized from host memory, under a 10 GiB address-space limit
+  port=$((port + 1))
+  run cpu-0.5.23-kv-alloc-address-space -- prlimit --as=10737418240 "$PY" -m sglang.launch_server "${CPU[@]}" --port "$port"
+}
+s_cuda_device() { server cpu-0.5.23-device-cuda-no-gpu -- "${CAP[@]}" --device cuda; }
+s_flashinfer_backend() { server cpu-0.5.23-flashinfer-backend-on-cpu -- "${CAP[@]}" --attention-backend flashinfer; }
+s_multinode_hang() {  # rank 1 of 2 waits for a master that never comes
+  LIMIT=60 server cpu-0.5.23-nnodes-2-no-master -- "${CAP[@]}" --nnodes 2 --node-rank 1 --dist-init-addr 127.0.0.1:29777
+}
+s_inductor_no_cxx() { run torch-2.14-inductor-no-cxx CXX=/bin/false CC=/bin/false SCENARIO=inductor TORCHINDUCTOR_CACHE_DIR=$OUT/ind-empty -- "$PY" -c "$(compile_script)"; }
+s_recompile() { run torch-2.14-error-on-recompile SCENARIO=recompile -- "$PY" -c "$(compile_script)"; }
+s_flashinfer_jit_cpu() {  # FlashInfer's JIT asked to build a CUDA module on a machine without nvcc
+  run flashinfer-0.7.2-jit-build-no-nvcc CUDA_HOME=/nonexistent FLASHINFER_WORKSPACE_BASE=$OUT/fi-empty -- "$PY" -c \
+    "from flashinfer.jit import activation as a; import torch; a.gen_act_and_mul_module('silu').build_and_load()"
+}
+
+ALL=(s_tp_word s_unknown_flag s_mem_fraction s_context_4 s_broken_config s_unknown_arch s_address_space s_cuda_device
+     s_flashinfer_backend s_multinode_hang s_inductor_no_cxx s_recompile s_flashinfer_jit_cpu)
+if [ "$#" -gt 0 ]; then ALL=("$@"); fi
+for ((i = 0; i < ${#ALL[@]}; i += 2)); do
+  "${ALL[i]}" &
+  if [ $((i + 1)) -lt ${#ALL[@]} ]; then "${ALL[i+1]}" & fi
+  wait
+done
