@@ -48,6 +48,7 @@ FATAL_PATTERNS = [
     )
 ]
 
+_STICKY_FATAL = re.compile(r"\[Errno 98\] (?:error while attempting to bind|Address already in use)")
 _TS = r"(?:\[[^\]]*\]\s*)*"  # leading '[2026-11-30 20:39:01 TP0]' style prefixes
 _FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _EXC_RE = re.compile(r"^" + _TS + r"((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Unsupported|Exit|Interrupt|Failed|Warning)?): ?(.*)$")
@@ -355,7 +356,9 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
 
     # Tracebacks before readiness that the server survived (it became ready) are not failures.
     live_tbs = [t for t in tbs if t["exc"] is not None and t["start"] > ready_at and not _is_benign(lines[t["exc"][2]])]
-    live_fatal = [k for k in fatal_lines if k > ready_at]
+    # A failed bind is fatal wherever it stands: SGLang's warm-up then reaches whatever holds
+    # the port and logs "ready" for a server that never served.
+    live_fatal = [k for k in fatal_lines if k > ready_at or _STICKY_FATAL.search(lines[k])]
     if ready_at >= 0 and not live_tbs and not live_fatal and not hang and exit_code in (None, 0, -15):
         return Diagnosis("clean", None, "server became ready; no fatal line after it")
     if not tbs and not fatal_lines and not hang and exit_code in (None, 0):
@@ -397,6 +400,13 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if pat.search(failure_text):
             category = cat
             break
+    if category is None and tb is not None and tb["frames"]:
+        # ServerArgs refusing a combination of flags (its own asserts and ValueErrors) is a
+        # flag error, though argparse accepted each flag alone.
+        raiser = tb["frames"][-1].path.replace("\\", "/")
+        if re.search(r"sglang/srt/(?:server_args\.py|arg_groups/)", raiser) and \
+                tb["exc"][0].split(".")[-1] in ("AssertionError", "ValueError"):
+            category = "bad_flag"
     if category is None and tb is not None:
         # An error raised while SGLang captured its CUDA/CPU graphs is a capture failure.
         funcs = [f.func for f in tb["frames"] + tb["user_frames"]] + [short_path(f.path) for f in tb["frames"]]
@@ -426,6 +436,8 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     searchable = "\n".join(l for l in lines if "server_args=" not in l and len(l) < 4000)
     matches = [ki for ki in catalog if ki.matches(searchable)]
     known = next((ki for ki in matches if ki.category == category), matches[0] if matches else None)
+    if category == "other" and known is not None:
+        category = known.category  # the catalog knows more than the generic rules did
     return Diagnosis("failed", category, summary[:300], tuple(evidence[:8]), origin, caller, raised_at, known)
 
 

@@ -180,6 +180,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", text)
     state = State()
     config.stash[STATE] = state
+    config.pluginmanager.register(_Recorder(config), "glmstack-recorder")
     workerinput = getattr(config, "workerinput", None)
     state.run_id = workerinput.get("glmstack_run", "") if workerinput else ""
     state.run_id = state.run_id or os.environ.get("GLMSTACK_RUN_ID") or uuid.uuid4().hex[:12]
@@ -225,6 +226,9 @@ def _sigterm_to_interrupt(signum, frame):
 
 
 def pytest_unconfigure(config):
+    recorder = config.pluginmanager.get_plugin("glmstack-recorder")
+    if recorder is not None:
+        config.pluginmanager.unregister(recorder)
     state = config.stash.get(STATE, None)
     if state is not None and state.sigterm_installed:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -464,46 +468,43 @@ def _show_header(config):
                       f"hardware: {_inventory(config).describe()}")
 
 
-def pytest_runtest_logreport(report):
-    props = dict(report.user_properties)
-    entry_id = props.get("glmstack_entry")
-    if entry_id is None:
-        return
-    # Filled on the controller under xdist too: reports carry their user_properties there.
-    cfg = _CONFIG[0]
-    if cfg is None:
-        return
-    s = cfg.stash[STATE].summary.setdefault(entry_id, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
-    if report.when == "call" or report.outcome != "passed":
-        key = "xfailed" if hasattr(report, "wasxfail") else report.outcome
-        s[key] = s.get(key, 0) + 1
-    for k in ("launch_seconds", "launch_status", "category", "known_issue", "gpus"):
-        if k in props and props[k] is not None:
-            s[k] = props[k]
-    from . import results
+class _Recorder:
+    """Per-config plugin: folds each report of a matrix test into the run's summary and results.
+    On the xdist controller too, since reports carry their user_properties there. An object per
+    config, not module state, so nested pytest runs (pytester) never write into each other."""
 
-    state = cfg.stash[STATE]
-    if state.results is None:
-        state.results = results.new({})
-    e = results.entry(state.results, entry_id)
-    for k in ("launch_seconds", "launch_status", "category", "known_issue", "gpus"):
-        if props.get(k) is not None:
-            e[k] = props[k]
-    if report.when == "call" or report.outcome != "passed":
-        e["tests"][report.nodeid.split("::")[-1]] = "xfailed" if hasattr(report, "wasxfail") else report.outcome
-    if "glmstack_outputs" in props:
-        e["outputs"] = json.loads(props["glmstack_outputs"])
-    if "glmstack_throughput" in props:
-        tp = json.loads(props["glmstack_throughput"])
-        e["throughput"][str(tp["concurrency"])] = tp
+    def __init__(self, config):
+        self.config = config
 
+    def pytest_runtest_logreport(self, report):
+        props = dict(report.user_properties)
+        entry_id = props.get("glmstack_entry")
+        if entry_id is None:
+            return
+        state = self.config.stash[STATE]
+        s = state.summary.setdefault(entry_id, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0})
+        counted = report.when == "call" or report.outcome != "passed"
+        outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+        if counted:
+            s[outcome] = s.get(outcome, 0) + 1
+        from . import results
 
-_CONFIG = [None]
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionstart(session):
-    _CONFIG[0] = session.config
+        if state.results is None:
+            state.results = results.new({})
+        e = results.entry(state.results, entry_id)
+        for k in ("launch_seconds", "launch_status", "category", "known_issue", "gpus"):
+            if props.get(k) is not None:
+                s[k] = e[k] = props[k]
+        if counted:
+            name = report.nodeid.split("::")[-1]
+            if name.rfind("@") > name.rfind("]"):  # xdist's loadgroup suffix, where pytest keeps it
+                name = name[:name.rfind("@")]
+            e["tests"][name] = outcome
+        if "glmstack_outputs" in props:
+            e["outputs"] = json.loads(props["glmstack_outputs"])
+        if "glmstack_throughput" in props:
+            tp = json.loads(props["glmstack_throughput"])
+            e["throughput"][str(tp["concurrency"])] = tp
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
