@@ -249,7 +249,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
         ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|operation not permitted when stream is capturing|stream is capturing|Capture cuda graph failed|CUDA graph capture failed|during capture|graph capture|Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure"),
         ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|recompile_limit|cache_size_limit|torch\._dynamo hit config|TorchRuntimeError|torch\.compile.*(?:failed|error)"),
         ("oom", r"OutOfMemoryError|out of memory|Not enough memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|max_total_num_tokens.*(?:too small|<=? ?0)|larger than the maximum number of tokens that can be stored in KV cache|Cannot allocate memory|exceeds the maximum allowed length \(-\d+ tokens\)"),
-        ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|not supported on (?:this|the current|your) (?:GPU|device|architecture|arch)|unsupported (?:GPU |CUDA )?arch|(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|requires that CPU has AMX support|requires? (?:AMX|AVX-?512)"),
+        ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|not supported on (?:this|the current|your) (?:GPU|device|architecture|arch)|unsupported (?:GPU |CUDA )?arch|(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)"),
         ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout)|nccl\w*Error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|peer (?:access|mapping)|cudaErrorPeerAccess|P2P (?:is )?not supported|Watchdog caught collective operation timeout"),
         ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build)|(?:ninja|nvcc).*flashinfer|FLASHINFER_\w+.*(?:error|fail)|Ninja build failed"),
         ("startup_hang", r"watchdog timeout|Watchdog timeout|soft watchdog|not responding|Timeout while waiting for|stuck|deadlock"),
@@ -403,10 +403,12 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     if category is None and tb is not None and tb["frames"]:
         # ServerArgs refusing a combination of flags (its own asserts and ValueErrors) is a
         # flag error, though argparse accepted each flag alone.
+        args_code = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)")
         raiser = tb["frames"][-1].path.replace("\\", "/")
-        if re.search(r"sglang/srt/(?:server_args\.py|arg_groups/)", raiser) and \
-                tb["exc"][0].split(".")[-1] in ("AssertionError", "ValueError"):
-            category = "bad_flag"
+        exc_name = tb["exc"][0].split(".")[-1]
+        if (args_code.search(raiser) and exc_name in ("AssertionError", "ValueError")) or \
+                (exc_name == "JSONDecodeError" and any(args_code.search(f.path) for f in tb["frames"])):
+            category = "bad_flag"  # the latter: a JSON-valued flag that is not JSON
     if category is None and tb is not None:
         # An error raised while SGLang captured its CUDA/CPU graphs is a capture failure.
         funcs = [f.func for f in tb["frames"] + tb["user_frames"]] + [short_path(f.path) for f in tb["frames"]]
@@ -432,8 +434,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     if not summary:
         summary = f"server exited with code {exit_code}" if exit_code not in (None, 0) else "server failed"
 
-    # The server_args dump names every option (disable_custom_all_reduce, ...): never evidence.
-    searchable = "\n".join(l for l in lines if "server_args=" not in l and len(l) < 4000)
+    # The server_args dump names every option (disable_custom_all_reduce, ...), and SGLang's
+    # skipped optional imports name missing kernels of models not in use: never evidence.
+    searchable = "\n".join(l for l in lines if "server_args=" not in l and len(l) < 4000
+                           and not _is_benign_fatal(l))
     matches = [ki for ki in catalog if ki.matches(searchable)]
     known = next((ki for ki in matches if ki.category == category), matches[0] if matches else None)
     if category == "other" and known is not None:

@@ -77,9 +77,6 @@ s_multinode_hang() {  # rank 1 of 2 waits for a master that never comes
 s_inductor_no_cxx() { run torch-2.14-inductor-no-cxx CXX=/bin/false CC=/bin/false SCENARIO=inductor TORCHINDUCTOR_CACHE_DIR=$OUT/ind-empty -- "$PY" -c "$(compile_script)"; }
 s_recompile() { run torch-2.14-error-on-recompile SCENARIO=recompile -- "$PY" -c "$(compile_script)"; }
 s_fullgraph_branch() { run torch-2.14-fullgraph-data-dependent-branch SCENARIO=fullgraph -- "$PY" -c "$(compile_script)"; }
-s_motivating() {  # the motivating crash, through the plugin's own probe
-  run flashinfer-0.7.2-fp4-under-torch-compile -- "$PY" -m pytest_glmstack probe flashinfer-fp4-under-compile
-}
 s_awq() { server cpu-0.5.23-awq-without-quant-config -- "${CAP[@]}" --quantization awq; }
 s_spec_no_draft() { server cpu-0.5.23-eagle-without-draft-model -- "${CAP[@]}" --speculative-algorithm EAGLE; }
 s_json_override() { server cpu-0.5.23-model-override-args-not-json -- "${CAP[@]}" --json-model-override-args "{'num_hidden_layers': 1"; }
@@ -92,7 +89,7 @@ s_flashinfer_jit_cpu() {  # FlashInfer's JIT asked to build a CUDA module on a m
 
 ALL=(s_tp_word s_unknown_flag s_context_4 s_broken_config s_unknown_arch s_address_space s_cuda_device
      s_flashinfer_backend s_multinode_hang s_inductor_no_cxx s_recompile s_flashinfer_jit_cpu s_fullgraph_branch
-     s_motivating s_awq s_spec_no_draft s_json_override s_tokenizer_missing s_kv_fp8)
+     s_awq s_spec_no_draft s_json_override s_tokenizer_missing s_kv_fp8)
 if [ "$#" -gt 0 ]; then ALL=("$@"); fi
 # One port per scenario: two run at a time.
 for ((i = 0; i < ${#ALL[@]}; i += 2)); do
