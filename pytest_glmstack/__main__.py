@@ -3,6 +3,7 @@
     diagnose LOGFILE [--json]     what went wrong in a server log (exit 0 clean, 1 failed, 2 unusable)
     probe [NAME ...] [--json]     run stack probes in fresh processes (exit 1 when any is dirty)
     compare OLD NEW               the diff table of two results files (exit 1 on regressions)
+    calibrate [PATH ...] [--write] throughput floors proposed from saved runs (written in place with --write)
     validate [PATH ...] [--json]  every entry's flags against the installed SGLang (exit 1 if any is invalid)
     plan [PATH ...]               every matrix entry, its command line and whether it runs here
     kill-orphans                  stop servers that earlier runs left behind
@@ -154,6 +155,25 @@ def cmd_compare(args) -> int:
     return 1 if bad else 0
 
 
+def cmd_calibrate(args) -> int:
+    from . import calibrate
+
+    runs = calibrate.history(Path(args.results_dir))
+    if not runs:
+        return _unusable(f"no saved runs in {args.results_dir}; save some with pytest --glmstack-save NAME")
+    try:
+        proposals = calibrate.propose(_entries(args.paths), runs, last=args.runs, factor=args.factor)
+    except calibrate.CalibrateError as e:
+        return _unusable(str(e))
+    print(f"glmstack: floors from the last {args.runs} saved run(s) in {args.results_dir} x {args.factor:g}")
+    for line in calibrate.table(proposals, runs[-1].machine):
+        print(line)
+    if args.write:
+        for line in calibrate.write(proposals) or ["no floor changed"]:
+            print("glmstack: " + line)
+    return 0
+
+
 def cmd_kill_orphans(args) -> int:
     from . import sweep
 
@@ -194,6 +214,13 @@ def main(argv=None) -> int:
     c.add_argument("--fail", default="throughput:5%", help="tolerance, e.g. throughput:5%% (default)")
     c.add_argument("--results-dir", default=".glmstack/results", help="where saved runs are (default .glmstack/results)")
     c.set_defaults(fn=cmd_compare)
+    cal = sub.add_parser("calibrate", help="propose throughput floors from saved runs")
+    cal.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
+    cal.add_argument("--results-dir", default=".glmstack/results", help="where saved runs are (default .glmstack/results)")
+    cal.add_argument("--runs", type=int, default=5, help="newest saved runs of this machine to use (default 5)")
+    cal.add_argument("--factor", type=float, default=0.8, help="floor = median x factor (default 0.8)")
+    cal.add_argument("--write", action="store_true", help="write the floors into the matrix files")
+    cal.set_defaults(fn=cmd_calibrate)
     k = sub.add_parser("kill-orphans", help="stop servers left behind by earlier runs")
     k.set_defaults(fn=cmd_kill_orphans)
     args = p.parse_args(argv)
