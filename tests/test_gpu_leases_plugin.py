@@ -4,17 +4,13 @@ so the leases, CUDA_VISIBLE_DEVICES and scheduling are the product's own."""
 
 import textwrap
 
+import cpustack
+
 pytest_plugins = ["pytester"]
 
 MATRIX = """
 name: lease
-defaults:
-  model: builtin:tiny-llama
-  args: [--device, cpu, --attention-backend, torch_native, --load-format, dummy,
-         --max-total-tokens, "16384", --sleep-on-idle]
-  env: {SGLANG_USE_CPU_ENGINE: "1", HF_HUB_OFFLINE: "1"}
-  launch_timeout: 400
-entries:
+""" + cpustack.defaults(launch_timeout=400) + """entries:
   - {id: one-a, requires: {gpus: 1}}
   - {id: one-b, requires: {gpus: 1}}
   - {id: two, requires: {gpus: 2}}
@@ -24,6 +20,7 @@ TESTS = """
 import os, time
 from pathlib import Path
 import psutil
+
 
 BARRIER = Path(os.environ["LEASE_BARRIER"])
 

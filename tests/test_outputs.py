@@ -5,6 +5,9 @@ import textwrap
 
 from pytest_glmstack import outputs
 
+import cpustack
+
+
 pytest_plugins = ["pytester"]
 
 
@@ -28,13 +31,7 @@ def test_first_divergence_is_reported_with_both_tokens():
 
 CPU = """
 name: eq
-defaults:
-  model: builtin:tiny-llama
-  args: [--device, cpu, --attention-backend, torch_native, --load-format, dummy,
-         --max-total-tokens, "16384", --sleep-on-idle]
-  env: {SGLANG_USE_CPU_ENGINE: "1", HF_HUB_OFFLINE: "1"}
-  launch_timeout: 300
-entries:
+""" + cpustack.defaults() + """entries:
   - id: base
   - id: chunked
     description: a small chunked-prefill size, which must not change greedy outputs

@@ -10,6 +10,9 @@ import pytest
 
 from pytest_glmstack import bench, results
 
+import cpustack
+
+
 pytest_plugins = ["pytester"]
 
 
@@ -77,13 +80,7 @@ def test_within_noise():
 
 MATRIX = """
 name: tp
-defaults:
-  model: builtin:tiny-llama
-  args: [--device, cpu, --attention-backend, torch_native, --load-format, dummy,
-         --max-total-tokens, "16384", --sleep-on-idle]
-  env: {SGLANG_USE_CPU_ENGINE: "1", HF_HUB_OFFLINE: "1"}
-  launch_timeout: 300
-entries:
+""" + cpustack.defaults() + """entries:
   - id: base
     expect:
       throughput:

@@ -10,16 +10,12 @@ import xml.etree.ElementTree as ET
 import psutil
 import pytest
 
+import cpustack
+
+
 pytest_plugins = ["pytester"]
 
-CPU_DEFAULTS = """
-defaults:
-  model: builtin:tiny-llama
-  args: [--device, cpu, --attention-backend, torch_native, --load-format, dummy,
-         --max-total-tokens, "16384", --sleep-on-idle]
-  env: {SGLANG_USE_CPU_ENGINE: "1", HF_HUB_OFFLINE: "1"}
-  launch_timeout: 300
-"""
+CPU_DEFAULTS = cpustack.defaults()
 
 
 def marked(run_id):
@@ -115,7 +111,7 @@ entries:
 
 def test_launch_timeout_is_a_startup_hang_and_kills_the_tree(pytester):
     # A real server cannot finish importing SGLang in 3 s here: the timeout path, for real.
-    result, run_id, cases = run(pytester, "name: cpu\n" + CPU_DEFAULTS.replace("300", "3") + "entries:\n  - id: slow\n", """
+    result, run_id, cases = run(pytester, "name: cpu\n" + cpustack.defaults(launch_timeout=3) + "entries:\n  - id: slow\n", """
         from pytest_glmstack.suite import test_launch
     """)
     result.assert_outcomes(failed=1)

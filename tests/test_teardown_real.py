@@ -17,6 +17,8 @@ import pytest
 
 from pytest_glmstack import sweep
 
+import cpustack
+
 pytest_plugins = ["pytester"]
 # These tests signal and kill processes, and kill-orphans stops every orphaned glmstack server on
 # the machine: they run in the plain pass of `make test`, never beside another worker's servers.
@@ -25,18 +27,13 @@ STANDIN = Path(__file__).parent / "standin" / "python"
 
 CPU_MATRIX = """
 name: cpu
-defaults:
-  model: builtin:tiny-llama
-  args: [--device, cpu, --attention-backend, torch_native, --load-format, dummy,
-         --max-total-tokens, "16384", --sleep-on-idle]
-  env: {SGLANG_USE_CPU_ENGINE: "1", HF_HUB_OFFLINE: "1"}
-  launch_timeout: 300
-entries:
+""" + cpustack.defaults() + """entries:
   - id: base
 """
 
 HOLDS_SERVER = """
 import time
+
 
 def test_hold(glmstack_server):
     print("SERVER_READY", glmstack_server.pid, flush=True)
