@@ -31,11 +31,12 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_glmstack import leases, models, server  # noqa: E402
+from pytest_glmstack import leases, matrix, models, server  # noqa: E402
 
-CPU_ARGS = ["--device", "cpu", "--attention-backend", "torch_native", "--load-format", "dummy",
-            "--max-total-tokens", "16384", "--sleep-on-idle"]
-ENV = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+# The CPU stack of matrix/cpu-tiny.yaml, as the tests launch it.
+_CPU = next(e for e in matrix.load([ROOT / "matrix" / "cpu-tiny.yaml"]) if e.name == "baseline")
+CPU_ARGS = list(_CPU.args)
+ENV = {**os.environ, **_CPU.env_dict}
 HARNESS_TIMEOUT = 60.0  # cap for SGLang's poller where it would otherwise wait its full timeout
 STANDIN = ROOT / "tests" / "standin" / "python"
 

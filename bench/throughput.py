@@ -32,11 +32,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_glmstack import bench, leases, models, server  # noqa: E402
+from pytest_glmstack import bench, leases, matrix, models, server  # noqa: E402
 
-CPU_ARGS = ["--device", "cpu", "--attention-backend", "torch_native", "--load-format", "dummy",
-            "--max-total-tokens", "16384", "--sleep-on-idle"]
-CPU_ENV = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+# The CPU stack of matrix/cpu-tiny.yaml, as the tests launch it.
+_CPU = next(e for e in matrix.load([ROOT / "matrix" / "cpu-tiny.yaml"]) if e.name == "baseline")
+CPU_ARGS = list(_CPU.args)
+CPU_ENV = {**os.environ, **_CPU.env_dict}
 PACE = (0.02, 0.05)  # seconds between tokens, seconds to the first token
 # (concurrency, prompts): the same concurrency with a longer run shows the fixed start-up cost.
 ACCURACY_CASES = ((1, 16), (4, 16), (16, 64), (16, 256))

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from .matrix import Entry
+from .report import columns
 
 
 class CalibrateError(Exception):
@@ -118,9 +119,7 @@ def table(proposals: list[Proposal], machine: str | None) -> list[str]:
                      str(len(p.figures)), "-" if med is None else f"{med:.1f}",
                      "-" if p.proposed is None else f"{p.proposed:g}",
                      p.note or ("-" if p.change is None else f"{p.change:+.0%}")))
-    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(x) for c, x in zip(r, w)).rstrip() for r in rows]
-    return [f"history measured on: {machine or 'no saved runs'}"] + lines
+    return [f"history measured on: {machine or 'no saved runs'}"] + columns(rows)
 
 
 def write(proposals: list[Proposal]) -> list[str]:

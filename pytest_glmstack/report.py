@@ -5,6 +5,12 @@ from __future__ import annotations
 import time
 
 
+def columns(rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows of cells as left-aligned columns, two spaces apart."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
 class Progress:
     """Shows which entry is starting and its phase read from the log, with elapsed time.
 
@@ -53,8 +59,7 @@ def entry_table(summary: dict) -> list[str]:
             diag += f" [{s['known_issue']}]"
         rows.append((entry_id, launch, str(s.get("passed", 0)), str(s.get("failed", 0)),
                      str(s.get("xfailed", 0)), str(s.get("skipped", 0)), diag))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return columns(rows)
 
 
 def throughput_table(results: dict) -> list[str]:
@@ -67,8 +72,7 @@ def throughput_table(results: dict) -> list[str]:
                          "-" if t.get("floor") is None else f"{t['floor']:g}",
                          "-" if base is None else f"{base:.1f}",
                          "-" if not base else f"{t['median'] / base - 1:+.1%}", t.get("verdict", "")))
-    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(x) for c, x in zip(r, w)).rstrip() for r in rows]
+    return columns(rows)
 
 
 def plan_lines(entries, spec, why_unchecked: str | None = None, inventory=None) -> list[str]:

@@ -122,8 +122,9 @@ def table(rows: list[Row]) -> list[str]:
         out.append((r.entry, "-" if r.concurrency is None else str(r.concurrency),
                     "-" if r.old is None else f"{r.old:.1f}", "-" if r.new is None else f"{r.new:.1f}",
                     "-" if r.delta is None else f"{r.delta:+.1%}", r.verdict))
-    w = [max(len(x[i]) for x in out) for i in range(6)]
-    return ["  ".join(c.ljust(x) for c, x in zip(row, w)).rstrip() for row in out]
+    from .report import columns
+
+    return columns(out)
 
 
 def stack_diff(old: dict, new: dict) -> list[str]:
