@@ -6,7 +6,6 @@ Writing edits only the ``floor`` values, in place in the text: comments, order a
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from . import results
+from .fingerprint import gpu_summary
 from .matrix import Entry
 from .report import columns
 
@@ -49,12 +50,8 @@ class Proposal:
 def machine_of(data: dict) -> str:
     """Runs are only comparable on the same hardware: the GPU list, or the CPU host when none."""
     stack = data.get("stack", {})
-    gpus = stack.get("gpus") or []
-    if gpus:
-        names: dict[str, int] = {}
-        for n in gpus:
-            names[n] = names.get(n, 0) + 1
-        return ", ".join(f"{c}x {n}" for n, c in names.items())
+    if stack.get("gpus"):
+        return gpu_summary(stack["gpus"])
     return f"no GPU ({stack.get('hostname') or '?'})"
 
 
@@ -63,11 +60,10 @@ def history(results_dir: Path) -> list[Run]:
     runs = []
     for p in sorted(Path(results_dir).glob("*.json")):
         try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
+            data = results.load(str(p), Path(results_dir))
+        except results.ResultsError:
             continue
-        if isinstance(data, dict) and "entries" in data and "created" in data:
-            runs.append(Run(p, str(data["created"]), machine_of(data), data))
+        runs.append(Run(p, str(data.get("created", "")), machine_of(data), data))
     return sorted(runs, key=lambda r: (r.created, r.path.name))
 
 
@@ -85,9 +81,9 @@ def propose(entries: tuple[Entry, ...], runs: list[Run], *, last: int = 5, facto
     """One proposal per throughput level of the entries. Only runs on ``machine`` count (default:
     the machine of the newest run), and only figures of levels whose test passed or measured."""
     if not 0 < factor <= 1:
-        raise CalibrateError(f"factor must be in (0, 1], got {factor}")
+        raise CalibrateError(f"the factor must be in (0, 1] (floor = median x factor), got {factor}")
     if last < 1:
-        raise CalibrateError(f"runs must be at least 1, got {last}")
+        raise CalibrateError(f"the number of runs must be at least 1, got {last}")
     if machine is None and runs:
         machine = runs[-1].machine
     usable = [r for r in runs if r.machine == machine]

@@ -83,6 +83,14 @@ def _remote(python: str):
         return {k: None for k in PACKAGES}, None, None
 
 
+def gpu_summary(gpus: list[str]) -> str:
+    """['NVIDIA H200', 'NVIDIA H200'] -> '2x NVIDIA H200'."""
+    names: dict[str, int] = {}
+    for n in gpus:
+        names[n] = names.get(n, 0) + 1
+    return ", ".join(f"{c}x {n}" for n, c in names.items())
+
+
 def header(fp: dict) -> str:
     parts = [f"python {fp['python']}"]
     for key in ("torch", "flashinfer", "sglang", "sgl-kernel"):
@@ -94,10 +102,7 @@ def header(fp: dict) -> str:
     else:
         parts.append("driver -")
     if fp.get("gpus"):
-        names: dict[str, int] = {}
-        for n in fp["gpus"]:
-            names[n] = names.get(n, 0) + 1
-        parts.append("GPUs " + ", ".join(f"{c}x {n}" for n, c in names.items()))
+        parts.append("GPUs " + gpu_summary(fp["gpus"]))
     else:
         parts.append("GPUs none")
     return ", ".join(parts)

@@ -158,7 +158,8 @@ def _calibrate(config) -> int:
         try:
             proposals = calibrate.propose(entries, runs, last=int(last), factor=factor)
         except calibrate.CalibrateError as e:
-            raise pytest.UsageError(f"glmstack: --glmstack-calibrate: {e}") from None
+            raise pytest.UsageError(f"glmstack: --glmstack-calibrate-factor / --glmstack-calibrate-runs "
+                                    f"(ini glmstack_calibrate_factor / glmstack_calibrate_runs): {e}") from None
         tw.line(f"glmstack: floors from the last {int(last)} saved run(s) in {_results_dir(config)} x {factor:g}")
         for line in calibrate.table(proposals, runs[-1].machine):
             tw.line(line)
