@@ -52,12 +52,12 @@ else:
 PY
 }
 
-s_tp_word() { server cpu-0.5.23-tp-size-word -- "${CAP[@]}" --tp-size two; }
-s_unknown_flag() { server cpu-0.5.23-unknown-flag -- "${CAP[@]}" --enable-single-batch-overlapp; }
-s_context_4() { server cpu-0.5.23-context-length-4 -- "${CAP[@]}" --context-length 4; }
+s_tp_word() { server cpu-0.5.23-tp-size-not-a-number -- "${CAP[@]}" --tp-size two; }
+s_unknown_flag() { server cpu-0.5.23-misspelled-flag -- "${CAP[@]}" --enable-single-batch-overlapp; }
+s_context_4() { server cpu-0.5.23-context-shorter-than-warmup -- "${CAP[@]}" --context-length 4; }
 s_broken_config() {
   local d=$OUT/broken-model; mkdir -p "$d"; cp "$MODEL"/* "$d"/ 2>/dev/null; echo '{"architectures": ["LlamaForCausalLM"],' > "$d/config.json"
-  run cpu-0.5.23-broken-config -- "$PY" -m sglang.launch_server --model-path "$d" --device cpu --attention-backend torch_native \
+  run cpu-0.5.23-config-json-truncated -- "$PY" -m sglang.launch_server --model-path "$d" --device cpu --attention-backend torch_native \
     --load-format dummy --host 127.0.0.1 --port "$PORT" "${CAP[@]}"
 }
 s_unknown_arch() {
@@ -67,12 +67,12 @@ s_unknown_arch() {
     --load-format dummy --host 127.0.0.1 --port "$PORT" "${CAP[@]}"
 }
 s_address_space() {  # the KV cache sized from host memory, under a 10 GiB address-space limit
-  run cpu-0.5.23-kv-alloc-address-space -- prlimit --as=10737418240 "$PY" -m sglang.launch_server "${CPU[@]}" --port "$PORT"
+  run cpu-0.5.23-kv-cache-cannot-allocate -- prlimit --as=10737418240 "$PY" -m sglang.launch_server "${CPU[@]}" --port "$PORT"
 }
-s_cuda_device() { server cpu-0.5.23-device-cuda-no-gpu -- "${CAP[@]}" --device cuda; }
-s_flashinfer_backend() { server cpu-0.5.23-flashinfer-backend-on-cpu -- "${CAP[@]}" --attention-backend flashinfer; }
-s_multinode_hang() {  # rank 1 of 2 waits for a master that never comes
-  LIMIT=60 server cpu-0.5.23-nnodes-2-no-master -- "${CAP[@]}" --nnodes 2 --node-rank 1 --dist-init-addr 127.0.0.1:29777
+s_cuda_device() { server cpu-0.5.23-device-cuda-no-driver -- "${CAP[@]}" --device cuda; }
+s_flashinfer_backend() { server cpu-0.5.23-flashinfer-attention-on-cpu -- "${CAP[@]}" --attention-backend flashinfer; }
+s_nnodes_tp1() {  # two nodes for a tp-1 server: ServerArgs refuses it (tp_size must be divisible by nnodes)
+  LIMIT=60 server cpu-0.5.23-nnodes-2-tp-1 -- "${CAP[@]}" --nnodes 2 --node-rank 1 --dist-init-addr 127.0.0.1:29777
 }
 s_inductor_no_cxx() { run torch-2.14-inductor-no-cxx CXX=/bin/false CC=/bin/false SCENARIO=inductor TORCHINDUCTOR_CACHE_DIR=$OUT/ind-empty -- "$PY" -c "$(compile_script)"; }
 s_recompile() { run torch-2.14-error-on-recompile SCENARIO=recompile -- "$PY" -c "$(compile_script)"; }
@@ -81,14 +81,14 @@ s_awq() { server cpu-0.5.23-awq-without-quant-config -- "${CAP[@]}" --quantizati
 s_spec_no_draft() { server cpu-0.5.23-eagle-without-draft-model -- "${CAP[@]}" --speculative-algorithm EAGLE; }
 s_json_override() { server cpu-0.5.23-model-override-args-not-json -- "${CAP[@]}" --json-model-override-args "{'num_hidden_layers': 1"; }
 s_tokenizer_missing() { server cpu-0.5.23-tokenizer-path-missing -- "${CAP[@]}" --tokenizer-path /nonexistent/tokenizer; }
-s_kv_fp8() { server cpu-0.5.23-kv-cache-fp8 -- "${CAP[@]}" --kv-cache-dtype fp8_e4m3; }
+s_kv_fp8() { server cpu-0.5.23-kv-cache-fp8-no-amx -- "${CAP[@]}" --kv-cache-dtype fp8_e4m3; }
 s_flashinfer_jit_cpu() {  # FlashInfer's JIT asked to build a CUDA module on a machine without nvcc
-  run flashinfer-0.7.2-jit-build-no-nvcc CUDA_HOME=/nonexistent FLASHINFER_WORKSPACE_BASE=$OUT/fi-empty -- "$PY" -c \
+  run flashinfer-0.7.2-jit-no-cuda-arch CUDA_HOME=/nonexistent FLASHINFER_WORKSPACE_BASE=$OUT/fi-empty -- "$PY" -c \
     "from flashinfer.jit import activation as a; import torch; a.gen_act_and_mul_module('silu').build_and_load()"
 }
 
 ALL=(s_tp_word s_unknown_flag s_context_4 s_broken_config s_unknown_arch s_address_space s_cuda_device
-     s_flashinfer_backend s_multinode_hang s_inductor_no_cxx s_recompile s_flashinfer_jit_cpu s_fullgraph_branch
+     s_flashinfer_backend s_nnodes_tp1 s_inductor_no_cxx s_recompile s_flashinfer_jit_cpu s_fullgraph_branch
      s_awq s_spec_no_draft s_json_override s_tokenizer_missing s_kv_fp8)
 if [ "$#" -gt 0 ]; then ALL=("$@"); fi
 # One port per scenario: two run at a time.
