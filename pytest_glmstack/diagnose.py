@@ -29,6 +29,9 @@ CATEGORIES = {
     "other": "a failure none of the categories above explains",
 }
 
+# A failed bind is fatal wherever it stands in the log (see classify).
+_BIND_FAILED = r"\[Errno 98\] (?:error while attempting to bind|Address already in use)"
+_STICKY_FATAL = re.compile(_BIND_FAILED)
 # Lines that mean the server is going down, even while its launcher process lives on.
 FATAL_PATTERNS = [
     re.compile(p)
@@ -42,13 +45,12 @@ FATAL_PATTERNS = [
         r"CUDA out of memory",
         r"\bCUDA error: ",
         r"\bNCCL error\b",
-        r"\[Errno 98\] (?:error while attempting to bind|Address already in use)",
+        _BIND_FAILED,
         r"child process \S* ?(?:crashed|died|exited unexpectedly)",
         r"^(?:\S+ )?RuntimeError: Engine core initialization failed",
     )
 ]
 
-_STICKY_FATAL = re.compile(r"\[Errno 98\] (?:error while attempting to bind|Address already in use)")
 _TS = r"(?:\[[^\]]*\]\s*)*"  # leading '[2026-11-30 20:39:01 TP0]' style prefixes
 _FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
 _EXC_RE = re.compile(r"^" + _TS + r"((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Unsupported|Exit|Interrupt|Failed|Warning)?): ?(.*)$")

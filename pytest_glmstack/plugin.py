@@ -164,11 +164,7 @@ def _calibrate(config) -> int:
         for line in calibrate.table(proposals, runs[-1].machine):
             tw.line(line)
         if config.getoption("glmstack_calibrate_write"):
-            try:
-                changes = calibrate.write(proposals)
-            except calibrate.CalibrateError as e:
-                raise pytest.UsageError(f"glmstack: --glmstack-calibrate-write: {e}") from None
-            for line in changes or ["no floor changed"]:
+            for line in calibrate.write(proposals) or ["no floor changed"]:
                 tw.line("glmstack: " + line)
     finally:
         config._ensure_unconfigure()
