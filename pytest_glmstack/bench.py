@@ -11,7 +11,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -71,25 +70,51 @@ class Measurement:
                 "ttft_ms": self.ttft_ms, "itl_ms": self.itl_ms, "runs": [asdict(r) for r in self.runs]}
 
 
-def run_once(python: str, host: str, port: int, model: str, tokenizer: str | None, load: Load,
-             concurrency: int, env: dict | None = None, timeout: float = 1800) -> Run:
+# Runs sglang.bench_serving's command line several times in one interpreter: importing SGLang
+# costs 14 s on the CPU box and about 20 s on the H200, more than a whole short measurement.
+# run_module executes the module afresh each time, so no state of one run leaks into the next.
+_REPEATER = """
+import json, runpy, sys
+for argv in json.loads(sys.argv[1]):
+    sys.argv = ["sglang.bench_serving"] + argv
+    try:
+        runpy.run_module("sglang.bench_serving", run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            raise
+"""
+
+
+def bench_argv(host: str, port: int, model: str, tokenizer: str | None, load: Load, concurrency: int,
+               output_file: Path) -> list[str]:
+    """sglang.bench_serving's arguments for one run of ``load`` at ``concurrency``."""
+    argv = ["--backend", "sglang", "--host", host, "--port", str(port),
+            "--model", model, "--dataset-name", "random-ids", "--random-input-len", str(load.input_len),
+            "--random-output-len", str(load.output_len), "--random-range-ratio", "1.0",
+            "--num-prompts", str(load.prompts), "--max-concurrency", str(concurrency),
+            "--warmup-requests", str(load.warmup), "--seed", str(load.seed),
+            "--output-file", str(output_file), "--disable-tqdm"]
+    return argv + (["--tokenizer", tokenizer] if tokenizer else [])
+
+
+def run_many(python: str, host: str, port: int, model: str, tokenizer: str | None, load: Load,
+             concurrency: int, count: int, env: dict | None = None, timeout: float = 1800) -> list[Run]:
+    """``count`` back-to-back runs of the benchmark, in one process of ``python``."""
     with tempfile.TemporaryDirectory(prefix="glmstack-bench-") as d:
-        out = Path(d) / "result.jsonl"
-        argv = [python, "-m", "sglang.bench_serving", "--backend", "sglang", "--host", host, "--port", str(port),
-                "--model", model, "--dataset-name", "random-ids", "--random-input-len", str(load.input_len),
-                "--random-output-len", str(load.output_len), "--random-range-ratio", "1.0",
-                "--num-prompts", str(load.prompts), "--max-concurrency", str(concurrency),
-                "--warmup-requests", str(load.warmup), "--seed", str(load.seed),
-                "--output-file", str(out), "--disable-tqdm"]
-        if tokenizer:
-            argv += ["--tokenizer", tokenizer]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                           env=dict(env or os.environ, PYTHONWARNINGS="ignore"))
-        if r.returncode != 0 or not out.exists():
+        outs = [Path(d) / f"result-{i}.jsonl" for i in range(count)]
+        argvs = [bench_argv(host, port, model, tokenizer, load, concurrency, out) for out in outs]
+        r = subprocess.run([python, "-c", _REPEATER, json.dumps(argvs)], capture_output=True, text=True,
+                           timeout=timeout, env=dict(env or os.environ, PYTHONWARNINGS="ignore"))
+        if r.returncode != 0 or not all(out.exists() for out in outs):
             tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
             raise BenchError(f"sglang.bench_serving failed (exit {r.returncode}):\n{tail}")
-        rec = json.loads(out.read_text().strip().splitlines()[-1])
-    return parse(rec, load)
+        recs = [json.loads(out.read_text().strip().splitlines()[-1]) for out in outs]
+    return [parse(rec, load) for rec in recs]
+
+
+def run_once(python: str, host: str, port: int, model: str, tokenizer: str | None, load: Load,
+             concurrency: int, env: dict | None = None, timeout: float = 1800) -> Run:
+    return run_many(python, host, port, model, tokenizer, load, concurrency, 1, env, timeout)[0]
 
 
 def parse(rec: dict, load: Load) -> Run:
@@ -108,10 +133,8 @@ def parse(rec: dict, load: Load) -> Run:
 
 
 def measure(python, host, port, model, tokenizer, load: Load, concurrency: int, env=None) -> Measurement:
-    m = Measurement(concurrency)
-    for _ in range(max(1, load.repeats)):
-        m.runs.append(run_once(python, host, port, model, tokenizer, load, concurrency, env))
-    return m
+    runs = run_many(python, host, port, model, tokenizer, load, concurrency, max(1, load.repeats), env)
+    return Measurement(concurrency, runs)
 
 
 def within_noise(m: Measurement, floor: float) -> bool:

@@ -14,6 +14,10 @@ from pytest_glmstack.hardware import Requirement
 
 pytest_plugins = ["pytester"]
 OUT = os.environ.get("GLMSTACK_GPU_OUT")
+# pytester points HOME at its temporary directory; the nested runs' servers get the real one
+# back so that they reuse the JIT caches (FlashInfer, Triton) instead of rebuilding them
+# (80 s of the nested launch on a fresh H200).
+REAL_HOME = os.path.expanduser("~")
 
 
 def note(name, text):
@@ -77,10 +81,11 @@ entries:
 
 @pytest.mark.hopper
 @pytest.mark.gpus(1)
-def test_graphs_disabled_fail_capture_and_the_floor_and_teardown_frees_the_gpu(pytester):
+def test_graphs_disabled_fail_capture_and_the_floor_and_teardown_frees_the_gpu(pytester, monkeypatch):
     """The cuda-graph entry's expectations on a server with CUDA graphs off: the capture test
     says which phase was not captured, the floor between the two measured rates catches it,
     and after the run NVML shows the memory back and no server process on the GPU."""
+    monkeypatch.setenv("HOME", REAL_HOME)
     before = hardware.gpu_usage([0])
     (pytester.path / "m.yaml").write_text(textwrap.dedent(GRAPHS_OFF))
     pytester.makepyfile("from pytest_glmstack.suite import test_launch, test_capture, test_throughput\n")
@@ -123,6 +128,7 @@ def test_two_one_gpu_entries_share_the_box_and_a_two_gpu_entry_runs_alone(pytest
 
     (pytester.path / "matrix.yaml").write_text(textwrap.dedent(LEASE_MATRIX))
     pytester.makepyfile(test_lease=textwrap.dedent(TESTS))
+    monkeypatch.setenv("HOME", REAL_HOME)
     monkeypatch.setenv("LEASE_BARRIER", str(tmp_path))
     monkeypatch.setenv("GLMSTACK_RUN_ID", "gpulease")
     result = pytester.runpytest_subprocess("--glmstack-matrix", "matrix.yaml", "-n", "2", "-p", "no:cacheprovider",

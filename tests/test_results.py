@@ -116,3 +116,26 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
         "*tp/base at concurrency 2: regressed: * tok/s is *% below the saved run's * (tolerance 50%)*",
         "tp/base *2 * regressed",
     ])
+
+
+def test_the_repeats_of_a_measurement_share_one_benchmark_process(pytester):
+    """Importing SGLang costs seconds; the repeats of one measurement pay it once, and each is
+    still a complete run of its own."""
+    (pytester.path / "m.yaml").write_text("name: one\n" + cpustack.defaults() + "entries:\n  - id: base\n")
+    pytester.makepyfile(textwrap.dedent('''
+        import sys
+        from pytest_glmstack import bench
+
+        def test_repeats(glmstack_server, tmp_path):
+            starts = tmp_path / "starts"
+            python = tmp_path / "python"
+            python.write_text(f"#!/bin/sh\\necho start >> {starts}\\nexec {sys.executable} \\"$@\\"\\n")
+            python.chmod(0o755)
+            model = glmstack_server.argv[glmstack_server.argv.index("--model-path") + 1]
+            load = bench.Load(input_len=8, output_len=4, prompts=4, warmup=1, repeats=3)
+            m = bench.measure(str(python), glmstack_server.host, glmstack_server.port, model, model, load, 2)
+            assert [(r.completed, r.output_tokens) for r in m.runs] == [(4, 16)] * 3
+            assert starts.read_text().split() == ["start"]
+    '''))
+    result = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "-p", "no:cacheprovider", timeout=600)
+    result.assert_outcomes(passed=1)
