@@ -36,4 +36,4 @@ bench-throughput: setup
 	$(PY) bench/throughput.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .venv-torch213 .pytest_cache

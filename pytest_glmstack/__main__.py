@@ -124,9 +124,13 @@ def cmd_probe(args) -> int:
         selected = probes.by_name(args.names)
     except KeyError as e:
         return _unusable(e.args[0])
+    if not args.json:
+        from . import fingerprint
+
+        print(f"glmstack: probing {args.python}: {fingerprint.stack_line(args.python)}", flush=True)
     dirty = False
     for p in selected:
-        r = probes.run(p, timeout=args.timeout)
+        r = probes.run(p, python=args.python, timeout=args.timeout)
         dirty = dirty or r.verdict == "dirty"
         if args.json:
             d = r.to_dict()
@@ -207,6 +211,9 @@ def main(argv=None) -> int:
     pr.add_argument("--json", action="store_true", help="one JSON object per probe")
     pr.add_argument("--list", action="store_true", help="list the built-in probes and what they show")
     pr.add_argument("--timeout", type=float, default=300.0, help="seconds per probe (default 300)")
+    pr.add_argument("--python", default=sys.executable,
+                    help="the Python to probe, e.g. a virtual environment with a candidate torch/FlashInfer "
+                         "(the plugin need not be installed there; default: this one)")
     pr.set_defaults(fn=cmd_probe)
     c = sub.add_parser("compare", help="compare two results files (exit 1 on regressions)")
     c.add_argument("old", help="saved run name or results JSON path (the baseline)")

@@ -57,7 +57,7 @@ class CaptureReport:
         if phase == "piecewise" and p and p.captured:
             return f"prefill was captured with backend={p.backend}, not a piecewise backend"
         if p and p.backend == "disabled":
-            return f"its backend resolved to 'disabled'"
+            return "its backend resolved to 'disabled'"
         if p and p.begun and not p.captured:
             return "capture began but never ended"
         return "no capture of it appears in the log"

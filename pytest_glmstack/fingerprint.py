@@ -7,7 +7,6 @@ import platform
 import re
 import socket
 import subprocess
-import sys
 from importlib import metadata, util
 
 from .hardware import Inventory
@@ -53,10 +52,7 @@ def torch_cuda_runtime() -> str | None:
 
 def collect(inventory: Inventory, python: str | None = None) -> dict:
     """The fingerprint of this interpreter's stack (or of ``python``'s, when it is another one)."""
-    if python and python != sys.executable:
-        versions, cuda_rt, pyver = _remote(python)
-    else:
-        versions, cuda_rt, pyver = package_versions(), torch_cuda_runtime(), platform.python_version()
+    versions, cuda_rt, pyver = _stack(python)
     return {
         "python": pyver,
         **versions,
@@ -71,13 +67,31 @@ def collect(inventory: Inventory, python: str | None = None) -> dict:
     }
 
 
+def stack_line(python: str | None = None) -> str:
+    """'python 3.11.7, torch 2.13.0+cpu, flashinfer 0.7.2.post1' for ``python`` (default: this one)."""
+    versions, _, pyver = _stack(python)
+    return ", ".join([f"python {pyver or '?'}"] + [f"{k} {versions.get(k)}" for k in ("torch", "flashinfer", "sglang")
+                                                    if versions.get(k)])
+
+
+def _stack(python: str | None):
+    from .interpreters import is_this_one
+
+    if python and not is_this_one(python):
+        return _remote(python)
+    return package_versions(), torch_cuda_runtime(), platform.python_version()
+
+
 def _remote(python: str):
     code = ("import json,platform;from pytest_glmstack import fingerprint as f;"
             "print(json.dumps([f.package_versions(), f.torch_cuda_runtime(), platform.python_version()]))")
+    from .interpreters import env_for
+
     try:
         import json
 
-        r = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+        with env_for(python) as env:
+            r = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, env=env)
         return tuple(json.loads(r.stdout))
     except Exception:
         return {k: None for k in PACKAGES}, None, None

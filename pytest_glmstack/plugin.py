@@ -12,16 +12,19 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import diagnose, matrix, report
-from .hardware import FAMILIES, Requirement, parse_arch
+# The plugin's own modules are imported where they are first needed: a session without matrix
+# tests imports none of them (not even PyYAML) and pays nothing for the plugin.
+if TYPE_CHECKING:
+    from .hardware import Requirement
 
 # name, ini type, default, help: each is both --glmstack-NAME and the ini key glmstack_NAME.
 OPTIONS = [
     ("matrix", "linelist", [], "matrix files, directories or glob patterns whose entries parametrize tests using glmstack fixtures"),
-    ("python", "string", "", "Python interpreter that runs 'python -m sglang.launch_server' (default: the one running pytest)"),
+    ("python", "string", "", "Python interpreter that runs the servers, the benchmark and the probes, e.g. a candidate upgrade's environment (default: the one running pytest)"),
     ("host", "string", "127.0.0.1", "address servers bind to"),
     ("launch-timeout-factor", "string", "1", "multiply every entry's launch_timeout by this (slow or busy machines)"),
     ("stop-grace", "string", "15", "seconds between SIGTERM and SIGKILL when a server is stopped"),
@@ -62,6 +65,7 @@ MARKERS = {
     "probes": "probes: a stack probe (torch.compile / CUDA graph / FlashInfer check in a fresh process)",
 }
 _ARCH_MARKERS = ("sm90", "sm100", "sm120", "hopper", "blackwell")
+_HARDWARE_MARKERS = frozenset(("gpus", "gpu_memory", "arch", "fp4", "nvlink") + _ARCH_MARKERS)
 
 
 @dataclass
@@ -126,7 +130,7 @@ def pytest_cmdline_main(config):
         return None
     config._do_configure()
     try:
-        from . import flags
+        from . import flags, report
 
         try:
             spec, why = flags.load_spec(_python(config)), None
@@ -186,6 +190,8 @@ def pytest_configure(config):
     cli = config.getoption("glmstack_matrix")
     patterns, base = (cli, config.invocation_params.dir) if cli else (config.getini("glmstack_matrix"), config.rootpath)
     if patterns:
+        from . import matrix
+
         try:
             paths = matrix.expand_paths(patterns, base)
             state.entries = matrix.load(paths)
@@ -254,6 +260,8 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def _entry_marks(entry) -> list:
+    from .hardware import FAMILIES
+
     marks = [pytest.mark.glmstack, pytest.mark.xdist_group(entry.id)]
     req = entry.requires
     need = entry.gpus_needed
@@ -280,6 +288,8 @@ def _entry_marks(entry) -> list:
 def _probe_specs(config) -> list:
     state = config.stash[STATE]
     specs = {p.name: p for p in state.probes}
+    from . import matrix
+
     for name in _opt(config, "probes"):
         specs.setdefault(name, matrix.ProbeSpec(name, "glmstack_probes"))
     return [specs[k] for k in sorted(specs)]
@@ -373,7 +383,11 @@ def _entry_of(item):
     if cs is None:
         return None
     e = cs.params.get("glmstack_entry")
-    return e if isinstance(e, matrix.Entry) else None
+    if e is None:
+        return None
+    from .matrix import Entry
+
+    return e if isinstance(e, Entry) else None
 
 
 def _inventory(config):
@@ -387,6 +401,8 @@ def _inventory(config):
 
 def requirement_of(item) -> Requirement:
     """What the item's hardware markers ask for."""
+    from .hardware import Requirement, parse_arch
+
     req = Requirement()
     for m in item.iter_markers():
         name = m.name
@@ -411,6 +427,8 @@ def requirement_of(item) -> Requirement:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    if not any(m.name in _HARDWARE_MARKERS for m in item.iter_markers()):
+        return
     req = requirement_of(item)
     if req.needs_gpu:
         from .hardware import visible_indices
@@ -508,6 +526,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash[STATE]
     if not state.summary:
         return
+    from . import report
+
     terminalreporter.write_sep("=", "glmstack matrix")
     for line in report.entry_table(state.summary):
         terminalreporter.write_line(line)
@@ -545,9 +565,12 @@ def pytest_sessionfinish(session):
     for launch in list(state.launches.values()):
         launch.stop(_num(config, "stop-grace"))
     if not hasattr(config, "workerinput"):
-        from . import results, sweep
+        from . import results
 
-        sweep.sweep_run(state.run_id)
+        if state.entries:  # servers are launched only for matrix entries
+            from . import sweep
+
+            sweep.sweep_run(state.run_id)
         if state.results is not None and (_opt(config, "json") or _opt(config, "save")):
             data = _finished_results(config)
             targets = []
@@ -581,6 +604,8 @@ def _python(config) -> str:
 def _catalog(config):
     state = config.stash[STATE]
     if state.catalog is None:
+        from . import diagnose
+
         extra = [str(config.rootpath / p) if not os.path.isabs(p) else p for p in _opt(config, "known-issues")]
         try:
             state.catalog = diagnose.load_catalog(extra)
@@ -611,7 +636,7 @@ def glmstack_entry(request):
 def glmstack_launch(request, glmstack_entry, tmp_path_factory):
     """The entry's server launch, shared by all tests of the entry. Never raises for a server
     that failed to start: ``launch.ok``, ``launch.error`` and ``launch.diagnosis`` say how it went."""
-    from . import launcher
+    from . import launcher, report
 
     config = request.config
     state = config.stash[STATE]
@@ -917,6 +942,8 @@ def pytest_runtest_makereport(item, call):
             if launch.diagnosis is not None and launch.diagnosis.failed:
                 rep.sections.append(("glmstack diagnosis", launch.diagnosis.render()))
             if launch.ok and _died_during(launch):
+                from . import diagnose
+
                 d = diagnose.classify(launch.log_text(), _catalog(item.config),
                                       exit_code=launch.server.proc.poll())
                 rep.sections.append(("glmstack diagnosis (server went down after launch)", d.render()))

@@ -15,7 +15,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import diagnose
+# The probe process imports this module (for skip() and the result mark) and nothing else of
+# the plugin: it may be another environment's Python, one with only torch and FlashInfer, so the
+# diagnosis (PyYAML) is imported on this side only, where it is used.
 
 RESULT_MARK = "GLMSTACK_PROBE_RESULT "
 
@@ -103,17 +105,21 @@ def by_name(names, extra: list[Probe] = ()) -> list[Probe]:
 
 
 def run(probe: Probe, python: str = sys.executable, timeout: float = 300.0, catalog=None, env=None) -> ProbeResult:
-    """Run one probe in a fresh process."""
+    """Run one probe in a fresh process of ``python``: this one's, or another environment's (a
+    candidate torch/FlashInfer upgrade) that need not have the plugin installed."""
+    from . import diagnose, interpreters
+
     t0 = time.monotonic()
-    try:
-        r = subprocess.run([python, "-m", "pytest_glmstack.probe_worker", probe.target],
-                           capture_output=True, text=True, timeout=timeout, env=env)
-        out = r.stdout + r.stderr
-        code = r.returncode
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return ProbeResult(probe.name, "dirty", detail=f"did not finish within {timeout:g} s", error="timeout",
-                           category="startup_hang", seconds=time.monotonic() - t0, output=out)
+    with interpreters.env_for(python, env) as env:
+        try:
+            r = subprocess.run([python, "-m", "pytest_glmstack.probe_worker", probe.target],
+                               capture_output=True, text=True, timeout=timeout, env=env)
+            out = r.stdout + r.stderr
+            code = r.returncode
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            return ProbeResult(probe.name, "dirty", detail=f"did not finish within {timeout:g} s", error="timeout",
+                               category="startup_hang", seconds=time.monotonic() - t0, output=out)
     seconds = time.monotonic() - t0
     result = None
     for line in out.splitlines():
@@ -154,6 +160,8 @@ def assert_dynamo_clean(fn, *args, **kwargs):
     try:
         return torch.compile(fn, fullgraph=True, backend="eager")(*args, **kwargs)
     except Exception as e:  # Unsupported and friends: name the user frame
+        from . import diagnose
+
         d = diagnose.classify(_format_exc(e))
         raise AssertionError(f"{type(e).__module__}.{type(e).__name__} in {getattr(fn, '__qualname__', fn)}: "
                              f"{str(e).splitlines()[0]}" + (f" (origin {d.origin})" if d.origin else "")) from e
@@ -176,6 +184,8 @@ def assert_cuda_graph_capturable(fn, *args, timeout: float = 300.0):
         res = pool.apply_async(_capture_in_child, (fn, args))
         ok, text = res.get(timeout=timeout)
     if not ok:
+        from . import diagnose
+
         d = diagnose.classify(text)
         raise AssertionError(f"CUDA graph capture of {getattr(fn, '__qualname__', fn)} failed: {d.summary}"
                              + (f" (origin {d.origin})" if d.origin else "") + f"\n{text[-3000:]}")

@@ -26,6 +26,16 @@ mkdir -p "$VENV/lib/nocuda"
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
   gcc -shared -fPIC -O2 -Wl,-soname,libcuda.so.1 -o "$VENV/lib/nocuda/libcuda.so.1" scripts/nocuda/libcuda_nodevice.c
 fi
+# A second, bare stack for the probe tests: torch 2.13.0 (CPU build) and flashinfer-python
+# 0.7.2.post1 without the plugin or PyYAML, the way a candidate torch/FlashInfer environment is
+# probed before an upgrade (`glmstack probe --python .venv-torch213/bin/python`).
+CANDIDATE=${CANDIDATE_VENV:-.venv-torch213}
+[ -x "$CANDIDATE/bin/python" ] || "$PY" -m venv "$CANDIDATE"
+"$CANDIDATE/bin/python" -m pip --disable-pip-version-check -q install torch==2.13.0 \
+  numpy einops packaging requests tqdm tabulate click ninja nvidia-ml-py typing-extensions
+"$CANDIDATE/bin/python" -m pip --disable-pip-version-check -q install --no-deps \
+  flashinfer-python==0.7.2.post1 apache-tvm-ffi==0.1.11
+"$CANDIDATE/bin/python" -c "import torch, flashinfer; print('glmstack bootstrap: candidate stack torch', torch.__version__, 'flashinfer', flashinfer.__version__)"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m
 for d in ("sglang", "torch", "flashinfer-python", "pytest-glmstack"):

@@ -1,6 +1,5 @@
 """Floors from saved history: proposals, writing them into matrix files, the pytest option."""
 
-import json
 import textwrap
 
 import pytest

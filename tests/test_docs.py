@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pytest_glmstack import diagnose, matrix
 

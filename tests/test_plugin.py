@@ -85,18 +85,23 @@ def test_markers_are_registered_with_signature(pytester):
     ])
 
 
-def test_inert_without_matrix(pytester):
+@pytest.mark.parametrize("args", [["--co", "-q"], ["-q"]], ids=["collect", "run"])
+def test_inert_without_matrix(pytester, args):
+    """Without matrix tests the plugin prints nothing and imports none of its own modules beyond
+    the hooks (and the results module that checks the compare tolerance): no PyYAML, no psutil."""
     pytester.makepyfile("def test_x(): pass")
     pytester.makeconftest("""
         import sys
         def pytest_unconfigure(config):
-            heavy = [m for m in ("torch", "sglang", "pynvml", "flashinfer") if m in sys.modules]
+            heavy = [m for m in ("torch", "sglang", "pynvml", "flashinfer", "yaml", "psutil", "httpx")
+                     if m in sys.modules]
             print("HEAVY", heavy)
+            print("OWN", sorted(m for m in sys.modules if m.startswith("pytest_glmstack.")))
     """)
-    result = pytester.runpytest_subprocess("--co", "-q")
+    result = pytester.runpytest_subprocess(*args)
     assert result.ret == 0
-    assert "glmstack" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["HEAVY []"])
+    assert "glmstack" not in result.stdout.str().replace("pytest_glmstack.", "")
+    result.stdout.fnmatch_lines(["HEAVY []", "OWN ['pytest_glmstack.plugin', 'pytest_glmstack.results']"])
 
 
 def test_plugin_load_imports_nothing_heavy(pytester):

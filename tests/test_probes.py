@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -62,7 +63,34 @@ def test_cli_json_and_exit_codes():
     assert set(lines[1]) >= {"name", "verdict", "known_issue", "origin", "detail", "seconds"}
     clean = subprocess.run([sys.executable, "-m", "pytest_glmstack", "probe", "torch-compile-sanity"],
                            capture_output=True, text=True, timeout=300)
-    assert clean.returncode == 0 and clean.stdout.startswith("torch-compile-sanity: clean")
+    assert clean.returncode == 0, clean.stderr
+    head, line = clean.stdout.splitlines()[:2]
+    assert head.startswith(f"glmstack: probing {sys.executable}: python 3.") and ", torch 2." in head
+    assert line.startswith("torch-compile-sanity: clean")
+
+
+CANDIDATE = Path(__file__).resolve().parents[1] / ".venv-torch213" / "bin" / "python"
+
+
+@pytest.mark.skipif(not CANDIDATE.exists(), reason=f"no {CANDIDATE}: scripts/bootstrap-cpu.sh makes it")
+def test_probes_run_in_a_candidate_environment_without_the_plugin(tmp_path):
+    """An environment with only torch 2.13.0 (CPU) and flashinfer-python 0.7.2.post1, as a candidate
+    upgrade would be: no plugin, no PyYAML. The motivating crash reproduces there as well, and the
+    output says which stack was probed."""
+    bare = subprocess.run([str(CANDIDATE), "-c", "import pytest_glmstack"], cwd=tmp_path, capture_output=True)
+    assert bare.returncode != 0  # the plugin is not installed there
+    argv = [sys.executable, "-m", "pytest_glmstack", "probe", "torch-compile-sanity", "flashinfer-fp4-under-compile",
+            "--python", str(CANDIDATE)]
+    r = subprocess.run(argv + ["--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    sanity, fp4 = [json.loads(x) for x in r.stdout.splitlines()]
+    assert sanity["verdict"] == "clean" and sanity["detail"].startswith("torch 2.13.0"), sanity
+    assert (fp4["verdict"], fp4["known_issue"]) == ("dirty", "dynamo-traces-flashinfer-jit-cuda-version"), fp4
+    assert fp4["origin"].startswith("flashinfer/jit/cpp_ext.py:get_cuda_")
+    text = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert text.stdout.splitlines()[0].startswith(
+        f"glmstack: probing {CANDIDATE}: python 3.") and "torch 2.13.0" in text.stdout.splitlines()[0]
+    assert "flashinfer 0.7.2.post1" in text.stdout.splitlines()[0]
 
 
 def test_assert_dynamo_clean_names_the_break_and_its_frame():

@@ -8,7 +8,6 @@ import uuid
 import xml.etree.ElementTree as ET
 
 import psutil
-import pytest
 
 import cpustack
 
