@@ -41,4 +41,8 @@ import importlib.metadata as m
 for d in ("sglang", "torch", "flashinfer-python", "pytest-glmstack"):
     print(f"glmstack bootstrap: {d} {m.version(d)}")
 PY
+# Read the installed SGLang's flag parser once now (importing SGLang takes about 10 s here); it is
+# cached per release, so validate, plan and the collection-time flag check start in well under 1 s.
+LD_LIBRARY_PATH="$PWD/$VENV/lib/nocuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$VENV/bin/python" -m pytest_glmstack validate matrix/cpu-tiny.yaml >/dev/null || true
 echo "$want" > "$stamp"
