@@ -64,6 +64,13 @@ def wait_gone(run_id, timeout=30.0):
                          + ", ".join(f"{p.pid} {p.name()}" for p in left))
 
 
+# pytest with Ctrl-C raising KeyboardInterrupt, as from a terminal, also where this suite itself
+# runs as a background job of a non-interactive shell: such jobs start with SIGINT ignored, and
+# Python then leaves it ignored.
+_PYTEST_WITH_CTRL_C = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                       "sys.argv[0] = 'pytest'; runpy.run_module('pytest', run_name='__main__', alter_sys=True)")
+
+
 class Run:
     """pytest in a subprocess, its output read as it comes."""
 
@@ -73,7 +80,8 @@ class Run:
         self.run_id = "t" + uuid.uuid4().hex[:10]
         env = dict(os.environ, GLMSTACK_RUN_ID=self.run_id, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "--glmstack-matrix", "matrix.yaml", *args],
+            [sys.executable, "-c", _PYTEST_WITH_CTRL_C, "-p", "no:cacheprovider", "-s", "--glmstack-matrix", "matrix.yaml",
+             *args],
             cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         self.lines = []
