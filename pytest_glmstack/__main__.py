@@ -124,6 +124,10 @@ def cmd_probe(args) -> int:
         selected = probes.by_name(args.names)
     except KeyError as e:
         return _unusable(e.args[0])
+    from .interpreters import problem
+
+    if problem(args.python):
+        return _unusable(f"--python {problem(args.python)}")
     if not args.json:
         from . import fingerprint
 

@@ -17,6 +17,16 @@ def is_this_one(python: str) -> bool:
     return os.path.abspath(shutil.which(python) or python) == os.path.abspath(sys.executable)
 
 
+def problem(python: str) -> str | None:
+    """Why ``python`` cannot be run (None when it can): checked as a path, then on PATH."""
+    found = shutil.which(python)
+    if found is None:
+        where = "no such file" if not os.path.exists(python) else "not an executable file"
+        return (f"{python}: {where} (looked at the path as given and on PATH); give the bin/python of the "
+                f"environment that has SGLang, torch and FlashInfer")
+    return None
+
+
 @contextlib.contextmanager
 def env_for(python: str, env: dict | None = None):
     """The environment in which ``python -m pytest_glmstack.<helper>`` works: for another

@@ -205,6 +205,11 @@ def pytest_configure(config):
         tr = config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
             tr.write_line(f"glmstack: stopped {len(killed)} orphaned server process(es) of earlier runs")
+    if _opt(config, "python"):
+        from .interpreters import problem
+
+        if problem(_opt(config, "python")):
+            raise pytest.UsageError(f"glmstack: --glmstack-python / glmstack_python: {problem(_opt(config, 'python'))}")
     from . import results
 
     try:

@@ -8,7 +8,7 @@ VENV=${VENV:-.venv}
 PY=${PYTHON:-python3}
 stamp="$VENV/.glmstack-bootstrap"
 want=$(cat scripts/cpu-stack.txt scripts/bootstrap-cpu.sh pyproject.toml | sha256sum | cut -c1-16)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "${CANDIDATE_VENV:-.venv-torch213}/bin/python" ]; then
   exit 0
 fi
 echo "glmstack bootstrap: setting up $VENV (a few minutes on first run)" >&2

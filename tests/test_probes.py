@@ -141,3 +141,16 @@ def test_probe_expectations_in_a_matrix_file(pytester):
         "*probe myprobes:raises: raises: dirty*RuntimeError: the stack is broken in a new way*",
         "*known issue dynamo-traces-flashinfer-jit-cuda-version no longer reproduces in probe torch-compile-sanity with python *: drop the workaround*",
     ])
+
+
+def test_a_python_that_cannot_run_is_a_usage_error(tmp_path, pytester):
+    missing = str(tmp_path / "nope" / "bin" / "python")
+    r = subprocess.run([sys.executable, "-m", "pytest_glmstack", "probe", "torch-compile-sanity", "--python", missing],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (f"glmstack: --python {missing}: no such file (looked at the path as given and on "
+                                f"PATH); give the bin/python of the environment that has SGLang, torch and FlashInfer")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--glmstack-python", missing)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--glmstack-python / glmstack_python: {missing}: no such file*"])
