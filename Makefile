@@ -2,8 +2,9 @@
 # make test  - set up (first time) and run the whole test suite, without and with xdist (-n 2)
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The no-device driver stub, for machines without an NVIDIA driver (empty dir otherwise).
-export LD_LIBRARY_PATH := $(CURDIR)/$(VENV)/lib/nocuda$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
+# The plugin puts the no-device driver stub (<venv>/lib/nocuda) on its servers' LD_LIBRARY_PATH
+# itself where no driver is installed; the benches start servers of their own and need it here.
+bench-lifecycle bench-throughput: export LD_LIBRARY_PATH := $(CURDIR)/$(VENV)/lib/nocuda$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
 PYTEST_ARGS ?=
 
 .PHONY: setup run test test-serial test-xdist plan bench bench-lifecycle bench-throughput clean

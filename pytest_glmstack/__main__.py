@@ -6,6 +6,9 @@
     calibrate [PATH ...] [--write] throughput floors proposed from saved runs (written in place with --write)
     validate [PATH ...] [--json]  every entry's flags against the installed SGLang (exit 1 if any is invalid)
     plan [PATH ...]               every matrix entry, its command line and whether it runs here
+
+Defaults come from the project's ini file (the glmstack_* keys pytest reads), so the commands
+see the same matrix, interpreter, results directory and tolerance as a pytest run there.
     kill-orphans                  stop servers that earlier runs left behind
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -56,11 +60,28 @@ def cmd_diagnose(args) -> int:
     return 1 if d.failed else 0
 
 
-def _entries(paths):
-    from . import matrix
+def _settings(**given):
+    """The same settings pytest would use here: these arguments (by option dest) over the
+    project's ini file (glmstack_* keys) over the defaults."""
+    from . import options
+    from .errors import OptionError
 
     try:
-        return matrix.load(matrix.expand_paths(paths or ["matrix"], "."))
+        return options.for_command_line({f"glmstack_{k}": v for k, v in given.items() if v is not None})
+    except OptionError as e:
+        raise SystemExit(_unusable(str(e)))
+
+
+def _entries(paths, settings=None):
+    from . import matrix
+
+    settings = settings or _settings()
+    if paths:
+        patterns, base = paths, Path.cwd()
+    else:  # the ini's glmstack_matrix, else matrix/ beside it
+        patterns, base = (settings.matrix or ("matrix",)), settings.matrix_base
+    try:
+        return matrix.load(matrix.expand_paths(patterns, base))
     except matrix.MatrixError as e:
         raise SystemExit(_unusable(str(e)))
 
@@ -77,7 +98,9 @@ def _spec(python):
 def cmd_validate(args) -> int:
     from . import flags
 
-    entries = _entries(args.paths)
+    settings = _settings(python=args.python)
+    args.python = settings.python
+    entries = _entries(args.paths, settings)
     spec, why = _spec(args.python)
     if spec is None:
         msg = f"could not check flags against SGLang: {why}"
@@ -107,8 +130,9 @@ def cmd_validate(args) -> int:
 def cmd_plan(args) -> int:
     from . import report
 
-    spec, why = _spec(args.python)
-    for line in report.plan_lines(_entries(args.paths), spec, why):
+    settings = _settings(python=args.python)
+    spec, why = _spec(settings.python)
+    for line in report.plan_lines(_entries(args.paths, settings), spec, why):
         print(line)
     return 0
 
@@ -147,11 +171,12 @@ def cmd_probe(args) -> int:
 def cmd_compare(args) -> int:
     from . import results
 
+    settings = _settings(compare_fail=args.fail, results_dir=args.results_dir)
+    tol = settings.tolerance
     try:
-        tol = results.parse_tolerance(args.fail)
-        old = results.load(args.old, Path(args.results_dir))
-        new = results.load(args.new, Path(args.results_dir))
-    except (ValueError, results.ResultsError) as e:
+        old = results.load(args.old, settings.results_dir)
+        new = results.load(args.new, settings.results_dir)
+    except results.ResultsError as e:
         return _unusable(str(e))
     for line in results.stack_diff(old, new):
         print("stack changed: " + line)
@@ -164,21 +189,19 @@ def cmd_compare(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from . import calibrate
+    from . import commands
+    from .errors import GlmstackError
+    from .session import GlmstackSession
 
-    runs = calibrate.history(Path(args.results_dir))
-    if not runs:
-        return _unusable(f"no saved runs in {args.results_dir}; save some with pytest --glmstack-save NAME")
+    settings = _settings(results_dir=args.results_dir, calibrate_runs=args.runs, calibrate_factor=args.factor,
+                         calibrate_write=args.write or None)
+    session = GlmstackSession(replace(settings, matrix=(), compare=""))
     try:
-        proposals = calibrate.propose(_entries(args.paths), runs, last=args.runs, factor=args.factor)
-    except calibrate.CalibrateError as e:
-        return _unusable(str(e))
-    print(f"glmstack: floors from the last {args.runs} saved run(s) in {args.results_dir} x {args.factor:g}")
-    for line in calibrate.table(proposals, runs[-1].machine):
+        lines = commands.calibrate_lines(session, _entries(args.paths, settings))
+    except GlmstackError as e:
+        return _unusable(str(e).replace("--glmstack-calibrate-", "--").replace("--glmstack-calibrate", "calibrate"))
+    for line in lines:
         print(line)
-    if args.write:
-        for line in calibrate.write(proposals) or ["no floor changed"]:
-            print("glmstack: " + line)
     return 0
 
 
@@ -203,12 +226,12 @@ def main(argv=None) -> int:
     d.set_defaults(fn=cmd_diagnose)
     pl = sub.add_parser("plan", help="show matrix entries, command lines and whether they run here")
     pl.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
-    pl.add_argument("--python", default=sys.executable, help="the Python that runs the servers")
+    pl.add_argument("--python", help="the Python that runs the servers (default: glmstack_python of the ini, else this one)")
     pl.set_defaults(fn=cmd_plan)
     v = sub.add_parser("validate", help="check every entry's flags against the installed SGLang's parser")
     v.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
     v.add_argument("--json", action="store_true", help="a JSON list of problems")
-    v.add_argument("--python", default=sys.executable, help="the Python that runs the servers")
+    v.add_argument("--python", help="the Python that runs the servers (default: glmstack_python of the ini, else this one)")
     v.set_defaults(fn=cmd_validate)
     pr = sub.add_parser("probe", help="run stack probes, each in a fresh process")
     pr.add_argument("names", nargs="*", help="built-in probe names or module:function (default: all built-in)")
@@ -222,14 +245,14 @@ def main(argv=None) -> int:
     c = sub.add_parser("compare", help="compare two results files (exit 1 on regressions)")
     c.add_argument("old", help="saved run name or results JSON path (the baseline)")
     c.add_argument("new", help="saved run name or results JSON path")
-    c.add_argument("--fail", default="throughput:5%", help="tolerance, e.g. throughput:5%% (default)")
-    c.add_argument("--results-dir", default=".glmstack/results", help="where saved runs are (default .glmstack/results)")
+    c.add_argument("--fail", help="tolerance, e.g. throughput:5%% (default: glmstack_compare_fail of the ini, else 5%%)")
+    c.add_argument("--results-dir", help="where saved runs are (default: glmstack_results_dir of the ini, else .glmstack/results)")
     c.set_defaults(fn=cmd_compare)
     cal = sub.add_parser("calibrate", help="propose throughput floors from saved runs")
     cal.add_argument("paths", nargs="*", help="matrix files or directories (default: matrix/)")
-    cal.add_argument("--results-dir", default=".glmstack/results", help="where saved runs are (default .glmstack/results)")
-    cal.add_argument("--runs", type=int, default=5, help="newest saved runs of this machine to use (default 5)")
-    cal.add_argument("--factor", type=float, default=0.8, help="floor = median x factor (default 0.8)")
+    cal.add_argument("--results-dir", help="where saved runs are (default: glmstack_results_dir of the ini, else .glmstack/results)")
+    cal.add_argument("--runs", help="newest saved runs of this machine to use (default: the ini's, else 5)")
+    cal.add_argument("--factor", help="floor = median x factor (default: the ini's, else 0.8)")
     cal.add_argument("--write", action="store_true", help="write the floors into the matrix files")
     cal.set_defaults(fn=cmd_calibrate)
     k = sub.add_parser("kill-orphans", help="stop servers left behind by earlier runs")

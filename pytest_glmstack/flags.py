@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import GlmstackError
+
 _DUMP = r"""
 import argparse, json, sys
 from importlib import metadata
@@ -40,7 +42,7 @@ print(json.dumps({"sglang": metadata.version("sglang"), "flags": out}))
 """
 
 
-class SpecUnavailable(Exception):
+class SpecUnavailable(GlmstackError):
     """The installed SGLang's parser could not be read; the message says why."""
 
 
@@ -115,7 +117,9 @@ def load_spec(python: str = sys.executable, cache_dir: Path | None = None, timeo
         except (OSError, ValueError):
             data = None
     if data is None:
-        env = dict(os.environ, PYTHONWARNINGS="ignore")
+        from .stack_env import for_python
+
+        env = for_python(python, dict(os.environ, PYTHONWARNINGS="ignore"))
         r = subprocess.run([python, "-c", _DUMP], capture_output=True, text=True, timeout=timeout, env=env)
         lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
         if r.returncode != 0 or not lines:

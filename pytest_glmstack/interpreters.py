@@ -32,7 +32,9 @@ def env_for(python: str, env: dict | None = None):
     """The environment in which ``python -m pytest_glmstack.<helper>`` works: for another
     interpreter, a PYTHONPATH with this package alone (a link to it), not the rest of this
     environment's site-packages, whose torch would shadow the one under test."""
-    env = dict(os.environ if env is None else env)
+    from .stack_env import for_python
+
+    env = for_python(python, env)
     if is_this_one(python):
         yield env
         return

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from .errors import GlmstackError
+
 # Below Linux's ephemeral range (32768-60999), so the kernel does not hand these to clients.
 PORT_RANGE = (20000, 32000)
 
@@ -90,7 +92,7 @@ class GpuLease:
         self.locks = []
 
 
-class LeaseTimeout(Exception):
+class LeaseTimeout(GlmstackError):
     pass
 
 

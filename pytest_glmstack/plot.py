@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .errors import GlmstackError
 
-class PlotUnavailable(Exception):
+
+class PlotUnavailable(GlmstackError):
     pass
 
 

@@ -15,6 +15,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from .errors import GlmstackError
+
 # The probe process imports this module (for skip() and the result mark) and nothing else of
 # the plugin: it may be another environment's Python, one with only torch and FlashInfer, so the
 # diagnosis (PyYAML) is imported on this side only, where it is used.
@@ -22,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 RESULT_MARK = "GLMSTACK_PROBE_RESULT "
 
 
-class ProbeSkip(Exception):
+class ProbeSkip(GlmstackError):
     """Raised by a probe that does not apply here (package missing, no GPU, wrong arch)."""
 
 

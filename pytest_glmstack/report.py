@@ -1,4 +1,4 @@
-"""What the terminal shows: launch progress and the per-entry summary table."""
+"""What the terminal and the reports show: launch progress, the per-entry tables, and the\nlaunch facts, diagnosis and log tail a matrix test's report carries."""
 
 from __future__ import annotations
 
@@ -115,3 +115,37 @@ def plan_lines(entries, spec, why_unchecked: str | None = None, inventory=None) 
         else:
             out.append("  here: runs")
     return out
+
+
+def annotate(rep, session, entry):
+    """Put the entry's launch facts into a test report (its user_properties travel to the xdist
+    controller), fail a passed test whose server went down meanwhile, and give a failed one the
+    diagnosis and the tail of the server log."""
+    from . import checks
+
+    launch = session.launches.get(entry.id)
+    rep.user_properties.append(("glmstack_entry", entry.id))
+    if launch is None:
+        return
+    if rep.when in ("setup", "call"):
+        rep.user_properties += [("launch_status", launch.status()), ("launch_seconds", launch.seconds),
+                                ("gpus", list(launch.gpus))]
+        if launch.diagnosis is not None:
+            ki = launch.diagnosis.known_issue
+            rep.user_properties += [("category", launch.diagnosis.category), ("known_issue", ki.id if ki else None)]
+    died = checks.died_during(launch) if launch.ok else None
+    if rep.when == "call" and died and not launch.entry.expects_failure and rep.passed:
+        rep.outcome = "failed"
+        rep.longrepr = f"{entry.id}: the server went down during this test: {died}"
+    if not rep.failed:
+        return
+    if launch.diagnosis is not None and launch.diagnosis.failed:
+        rep.sections.append(("glmstack diagnosis", launch.diagnosis.render()))
+    if died:
+        from . import diagnose
+
+        d = diagnose.classify(launch.log_text(), session.catalog(), exit_code=launch.server.proc.poll())
+        rep.sections.append(("glmstack diagnosis (server went down after launch)", d.render()))
+    if launch.server is not None:
+        n = session.settings.log_lines
+        rep.sections.append((f"glmstack server log (last {n} lines of {launch.log_path})", launch.log_tail(n)))

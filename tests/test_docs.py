@@ -82,7 +82,7 @@ def test_every_option_marker_and_key_is_documented():
     from pytest_glmstack import plugin
 
     usage = (DOCS / "usage.md").read_text()
-    for name, *_ in plugin.OPTIONS + plugin.FLAGS:
+    for name in [o.name for o in plugin.OPTIONS + plugin.FLAGS]:
         assert f"--glmstack-{name}" in usage, name
     for m in plugin.MARKERS:
         assert f"`{m}" in usage, m

@@ -246,3 +246,34 @@ def test_arbitrary_text_gives_matrix_errors_only(tmp_path, text):
         matrix.load([p])
     except MatrixError:
         pass
+
+
+# args / args+ / args- in every combination with and without extends and axes. The defaults'
+# args always come first; `args-` removes only inherited flags (the defaults' and, with
+# extends, the extended entry's), never the entry's own `args` or `args+`.
+ARGS_CASES = [
+    ("own args only", "args: [--a, '1']", "", ["--d", "--a", "1"]),
+    ("args- without extends keeps the entry's own flag", "args: [--a, '1']\n    args-: [--a]", "",
+     ["--d", "--a", "1"]),
+    ("args- without extends removes a default", "args: [--a, '1']\n    args-: [--d]", "", ["--a", "1"]),
+    ("args+ without extends appends", "args: [--a, '1']\n    args+: [--b]", "", ["--d", "--a", "1", "--b"]),
+    ("extends inherits", "extends: base", "", ["--d", "--p", "2"]),
+    ("extends + args replaces", "extends: base\n    args: [--a]", "", ["--d", "--a"]),
+    ("extends + args- removes the inherited flag and its value", "extends: base\n    args-: [--p]", "", ["--d"]),
+    ("extends + args- + own args: own flag stays", "extends: base\n    args: [--p, '3']\n    args-: [--p]", "",
+     ["--d", "--p", "3"]),
+    ("extends + args+", "extends: base\n    args+: [--b]", "", ["--d", "--p", "2", "--b"]),
+    ("extends + args- + args+ of the same flag replaces its value", "extends: base\n    args-: [--p]\n    args+: [--p, '9']",
+     "", ["--d", "--p", "9"]),
+    ("axes append after", "args: [--a]", "axes: {g: {x: [--x]}}", ["--d", "--a", "--x"]),
+    ("extends + args- + axes", "extends: base\n    args-: [--p]", "axes: {g: {x: [--x]}}", ["--d", "--x"]),
+]
+
+
+@pytest.mark.parametrize("what, keys, axes, want", ARGS_CASES, ids=[c[0] for c in ARGS_CASES])
+def test_args_plus_minus_semantics(tmp_path, what, keys, axes, want):
+    body = "\n".join("    " + line.strip() for line in (keys + "\n" + axes).splitlines() if line.strip())
+    text = "defaults: {model: m, args: [--d]}\nentries:\n  - id: base\n    args: [--p, '2']\n  - id: e\n" + body + "\n"
+    entries = load(tmp_path, text)
+    (e,) = [x for x in entries if x.name.startswith("e")]
+    assert list(e.args) == want, what

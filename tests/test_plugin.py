@@ -88,7 +88,7 @@ def test_markers_are_registered_with_signature(pytester):
 @pytest.mark.parametrize("args", [["--co", "-q"], ["-q"]], ids=["collect", "run"])
 def test_inert_without_matrix(pytester, args):
     """Without matrix tests the plugin prints nothing and imports none of its own modules beyond
-    the hooks (and the results module that checks the compare tolerance): no PyYAML, no psutil."""
+    the hooks, the options and the session object: no PyYAML, no psutil."""
     pytester.makepyfile("def test_x(): pass")
     pytester.makeconftest("""
         import sys
@@ -101,7 +101,8 @@ def test_inert_without_matrix(pytester, args):
     result = pytester.runpytest_subprocess(*args)
     assert result.ret == 0
     assert "glmstack" not in result.stdout.str().replace("pytest_glmstack.", "")
-    result.stdout.fnmatch_lines(["HEAVY []", "OWN ['pytest_glmstack.plugin', 'pytest_glmstack.results']"])
+    result.stdout.fnmatch_lines(["HEAVY []", "OWN ['pytest_glmstack.collection', 'pytest_glmstack.errors', 'pytest_glmstack.options', "
+                                   "'pytest_glmstack.plugin', 'pytest_glmstack.session']"])
 
 
 def test_plugin_load_imports_nothing_heavy(pytester):

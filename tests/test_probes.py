@@ -153,4 +153,4 @@ def test_a_python_that_cannot_run_is_a_usage_error(tmp_path, pytester):
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest("--glmstack-python", missing)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--glmstack-python / glmstack_python: {missing}: no such file*"])
+    result.stderr.fnmatch_lines([f"*--glmstack-python: {missing}: no such file*"])

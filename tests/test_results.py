@@ -30,7 +30,7 @@ def test_compare_flags_regressions_beyond_tolerance_only():
     old = recorded(m__a={1: 100.0, 4: 300.0}, m__b={1: 50.0})
     new = recorded(m__a={1: 96.0, 4: 250.0}, m__b={1: 60.0})
     rows = {(r.entry, r.concurrency): r.verdict for r in results.compare(old, new, 0.05)}
-    assert rows == {("m/a", 1): "ok", ("m/a", 4): "regressed", ("m/b", 1): "improved"}
+    assert rows == {("m/a", 1): "unchanged", ("m/a", 4): "regressed", ("m/b", 1): "improved"}
 
 
 def test_new_failures_and_fixed_are_called_out():
@@ -53,8 +53,9 @@ def test_cli_compare(tmp_path):
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     results.write(recorded(m__a={1: 100.0}), old)
     results.write(recorded(m__a={1: 80.0}), new)
+    # In a directory without an ini file: the built-in tolerance (5%) applies.
     run = lambda *a: subprocess.run([sys.executable, "-m", "pytest_glmstack", "compare", *map(str, a)],
-                                    capture_output=True, text=True)
+                                    capture_output=True, text=True, cwd=tmp_path)
     r = run(old, new)
     assert r.returncode == 1 and "regressed" in r.stdout and "-20.0%" in r.stdout
     assert run(old, new, "--fail", "throughput:25%").returncode == 0
@@ -132,7 +133,8 @@ def test_the_repeats_of_a_measurement_share_one_benchmark_process(pytester):
             python.write_text(f"#!/bin/sh\\necho start >> {starts}\\nexec {sys.executable} \\"$@\\"\\n")
             python.chmod(0o755)
             model = glmstack_server.argv[glmstack_server.argv.index("--model-path") + 1]
-            load = bench.Load(input_len=8, output_len=4, prompts=4, warmup=1, repeats=3)
+            load = bench.Load(input_len=8, output_len=4, prompts=4, warmup=1, repeats=3, min_seconds=0,
+                              min_output_tokens=0)
             m = bench.measure(str(python), glmstack_server.host, glmstack_server.port, model, model, load, 2)
             assert [(r.completed, r.output_tokens) for r in m.runs] == [(4, 16)] * 3
             assert starts.read_text().split() == ["start"]

@@ -1,0 +1,173 @@
+"""The checks behind the standard tests of :mod:`pytest_glmstack.suite`.
+
+Each takes the run's :class:`~pytest_glmstack.session.GlmstackSession` and what the test has,
+raises :class:`~pytest_glmstack.errors.CheckFailed` with the whole story when the entry's
+expectations are not met, and returns what it measured (the suite puts it into the results).
+Nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from .errors import CheckFailed
+
+
+def judge_launch(session, launch):
+    """The launch against the entry's expectations (see :meth:`Launch.judge`)."""
+    return launch.judge(session.stack())
+
+
+def capture(session, server, entry) -> dict:
+    """The server's log against ``expect: capture`` and ``clean_compile``."""
+    from . import capture as capture_log
+
+    rep = capture_log.read(server.watcher.text())
+    problems = capture_log.problems(rep, entry.expect.capture, entry.expect.clean_compile)
+    captured = ", ".join(f"{k} (backend={v.backend}, {v.seconds:.2f} s)" for k, v in rep.phases.items() if v.captured)
+    if problems:
+        raise CheckFailed(f"{entry.id}: " + "; ".join(problems) + f". Captured: {captured or 'nothing'}")
+    return {}
+
+
+def _stack_line(fp: dict) -> str:
+    from . import fingerprint
+
+    try:
+        return fingerprint.header(fp)
+    except (KeyError, TypeError, AttributeError):
+        return "the saved stack"
+
+
+def outputs(session, server, entry, reference, shared: Path, log_dir: Path) -> tuple[list, list[str]]:
+    """The entry's greedy outputs, and the problems: they must equal the reference entry's
+    (recorded once per run, launched here only if it has not run yet) and, when comparing, the
+    saved run's."""
+    from filelock import FileLock
+
+    from . import launcher, outputs as out
+
+    got = out.collect(server)
+    out.save(shared, entry.id, got)
+    problems = []
+    if reference is not None:
+        shared.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(shared / (reference.id.replace("/", "__") + ".lock"))):
+            ref = out.load(shared, reference.id)
+            if ref is None:
+                # The reference has not run in this session (or ran on another worker first).
+                settings = replace(session.launch_settings(log_dir), lease_timeout=120.0)
+                launch = launcher.launch(reference, settings, session.inventory(),
+                                         serial=len(session.launches) + 1000)
+                try:
+                    if not launch.ok:
+                        raise CheckFailed(f"{entry.id}: the reference {reference.id} did not launch: {launch.error}")
+                    ref = out.collect(launch.server)
+                    out.save(shared, reference.id, ref)
+                finally:
+                    launch.stop(settings.stop_grace)
+        tol = entry.expect.output_tolerance
+        if tol is None:
+            div = out.compare(ref, got)
+            if div is not None:
+                problems.append(div.text(reference.id))
+        else:
+            agree = out.agreement(ref, got)
+            over = agree.within(*tol)
+            if over:
+                problems.append("outside the tolerance: " + "; ".join(over)
+                                + (f"; first: {agree.first.text(reference.id)}" if agree.first else ""))
+    if session.baseline is not None:
+        saved = session.baseline["entries"].get(entry.id, {}).get("outputs")
+        if saved:
+            before = [{"prompt": list(p), "output_ids": ids} for p, ids in zip(out.PROMPTS, saved)]
+            div = out.compare(before, got)
+            if div is not None:
+                problems.append("outputs changed since the saved run: " + div.text("the saved run"))
+    return got, ([f"{entry.id}: " + "; ".join(problems)] if problems else [])
+
+
+def throughput(session, server, entry, concurrency: int) -> tuple[dict, list[str]]:
+    """Measure the entry's throughput at ``concurrency`` and judge it: every request complete,
+    floor (a miss within the measured noise is retried once), latency ceilings, and the saved
+    baseline when comparing. Returns (the record for the results file, problems)."""
+    from . import bench, stack_env
+
+    tp = entry.expect.throughput
+    level = next(lv for lv in tp.levels if lv.concurrency == concurrency)
+    load = bench.Load(tp.input_len, tp.output_len, tp.prompts, tp.warmup, tp.repeats)
+    model = server.argv[server.argv.index("--model-path") + 1]
+    tokenizer = None if "--skip-tokenizer-init" in server.argv else model
+
+    def measure():
+        try:
+            return bench.measure(session.settings.python, server.host, server.port, model, tokenizer, load, concurrency,
+                                 env=stack_env.for_python(session.settings.python))
+        except bench.BenchError as e:
+            raise CheckFailed(f"{entry.id} at concurrency {concurrency}: {e}") from None
+
+    attempts = [measure()]
+    if level.floor is not None and bench.within_noise(attempts[0], level.floor):
+        attempts.append(measure())  # a miss inside the noise gets one more look
+    m = attempts[-1]
+    base = None
+    if session.baseline is not None:
+        base = session.baseline["entries"].get(entry.id, {}).get("throughput", {}).get(str(concurrency), {}).get("median")
+    record = {**m.to_dict(), "floor": level.floor, "ttft_ms_max": level.ttft_ms, "itl_ms_max": level.itl_ms,
+              "attempts": [a.median for a in attempts], "baseline": base}
+    problems = []
+    if level.floor is not None and m.median < level.floor:
+        problems.append(f"{m.median:.1f} output tok/s is below the floor {level.floor:g}")
+    if level.ttft_ms is not None and m.ttft_ms is not None and m.ttft_ms > level.ttft_ms:
+        problems.append(f"median TTFT {m.ttft_ms:.1f} ms is above the ceiling {level.ttft_ms:g} ms")
+    if level.itl_ms is not None and m.itl_ms is not None and m.itl_ms > level.itl_ms:
+        problems.append(f"median ITL {m.itl_ms:.2f} ms is above the ceiling {level.itl_ms:g} ms")
+    if base is not None and m.median < base * (1 - session.tolerance):
+        problems.append(f"regressed: {m.median:.1f} tok/s is {1 - m.median / base:.1%} below the saved run's "
+                        f"{base:.1f} (tolerance {session.tolerance:.0%})")
+    record["verdict"] = "failed" if problems else "passed"
+    runs = ", ".join(f"{a.median:.1f} (spread {a.spread:.1%})" for a in attempts)
+    message = (f"{entry.id} at concurrency {concurrency}: " + "; ".join(problems)
+               + f". Measured (median of {load.repeats}): {runs}") if problems else ""
+    return record, ([message] if message else [])
+
+
+def probe(session, spec):
+    """Run a probe in a fresh process; returns (ProbeResult, Verdict against its expectation)."""
+    from . import launcher, probes
+
+    try:
+        (p,) = probes.by_name([spec.name])
+    except KeyError as e:
+        raise CheckFailed(f"{spec.path}: {e.args[0]}") from None
+    result = probes.run(p, python=session.settings.python, timeout=session.settings.probe_timeout,
+                        catalog=session.catalog())
+    why = f" ({spec.reason})" if spec.reason else ""
+    if result.verdict == "skipped":
+        return result, launcher.Verdict(False, False, f"skipped: {result.detail}")
+    if spec.known_issue:
+        if result.verdict == "clean":
+            return result, launcher.Verdict(False, False, f"known issue {spec.known_issue} no longer reproduces in probe "
+                                                          f"{spec.name} with {session.stack()}: drop the workaround and "
+                                                          f"the known_issue of this probe in {spec.path}")
+        if result.known_issue == spec.known_issue:
+            return result, launcher.Verdict(False, True, f"known issue {spec.known_issue}{why}: {result.error}")
+        return result, launcher.Verdict(False, False, f"expected known issue {spec.known_issue}, got: {result.line()}")
+    if result.verdict == "dirty":
+        return result, launcher.Verdict(False, False, result.line())
+    return result, launcher.Verdict(True, False, result.line())
+
+
+def died_during(launch) -> str | None:
+    """Why the entry's server is no longer serving, or None while it is."""
+    server = launch.server
+    if server is None:
+        return None
+    code = server.proc.poll() if server.proc else None
+    if code is not None:
+        return f"the launcher exited with code {code}"
+    fatal = server.watcher.fatal
+    if fatal is not None:
+        return f"fatal line in its log: {fatal[1].strip()[:300]}"
+    return None

@@ -1,0 +1,46 @@
+"""The actions that print and stop instead of running tests, shared by ``pytest --glmstack-plan``
+/ ``--glmstack-calibrate`` and the ``glmstack plan`` / ``calibrate`` subcommands."""
+
+from __future__ import annotations
+
+import subprocess
+
+from .errors import GlmstackError, OptionError
+
+
+def plan_lines(session, inventory=None) -> list[str]:
+    """Every entry with its command line, env, GPUs, expectations and whether it runs here."""
+    from . import flags, report
+
+    try:
+        spec, why = flags.load_spec(session.settings.python), None
+    except (flags.SpecUnavailable, OSError, subprocess.TimeoutExpired) as e:
+        spec, why = None, str(e)
+    return report.plan_lines(session.entries, spec, why, inventory)
+
+
+def calibrate_lines(session, entries=None) -> list[str]:
+    """Throughput floors proposed from the saved runs (written into the matrix files with
+    ``calibrate_write``)."""
+    from . import calibrate
+
+    s = session.settings
+    entries = session.entries if entries is None else entries
+    if not entries:
+        raise OptionError("--glmstack-calibrate: no matrix entries (give --glmstack-matrix or the glmstack_matrix "
+                          "ini key, or matrix paths to glmstack calibrate)")
+    runs = calibrate.history(s.results_dir)
+    if not runs:
+        raise OptionError(f"--glmstack-calibrate: no saved runs in {s.results_dir}; save some with --glmstack-save NAME first")
+    try:
+        proposals = calibrate.propose(entries, runs, last=s.calibrate_runs, factor=s.calibrate_factor)
+    except calibrate.CalibrateError as e:
+        raise OptionError(f"--glmstack-calibrate-factor / --glmstack-calibrate-runs: {e}") from None
+    lines = [f"glmstack: floors from the last {s.calibrate_runs} saved run(s) in {s.results_dir} x {s.calibrate_factor:g}"]
+    lines += calibrate.table(proposals, runs[-1].machine)
+    if s.calibrate_write:
+        lines += ["glmstack: " + line for line in calibrate.write(proposals) or ["no floor changed"]]
+    return lines
+
+
+__all__ = ["plan_lines", "calibrate_lines", "GlmstackError"]

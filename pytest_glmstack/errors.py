@@ -1,0 +1,18 @@
+"""The one exception base of pytest-glmstack.
+
+Every error the plugin raises on purpose derives from :class:`GlmstackError`, so the pytest glue
+and the ``glmstack`` command line turn any of them into a usage error or a failed test with its
+message, never a traceback (as mirakuru does with its ``ExecutorError``).
+"""
+
+
+class GlmstackError(Exception):
+    """Base of every deliberate pytest-glmstack error."""
+
+
+class OptionError(GlmstackError):
+    """A command-line option or ini key has a value it cannot take."""
+
+
+class CheckFailed(GlmstackError):
+    """A matrix check found what the entry's expectations forbid (the test fails with this text)."""
