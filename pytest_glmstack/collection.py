@@ -164,10 +164,16 @@ def hardware_skip(item, session) -> str | None:
     """Why this machine cannot run the item, from its hardware markers; None if it can."""
     if not any(m.name in HARDWARE_MARKERS for m in item.iter_markers()):
         return None
-    req = requirement_of(item)
+    from .hardware import Requirement, visible_indices
+
+    entry = entry_of(item)
+    # An entry's own requirement, not its marks: `arch: [hopper, blackwell]` means either one,
+    # while its marks (there for -m selection) would ask for both.
+    req = requirement_of(item) if entry is None else entry.requires.merged(Requirement(gpus=entry.gpus_needed))
     if not req.needs_gpu:
         return None
-    from .hardware import visible_indices
-
     inv = session.inventory()
-    return req.unmet(inv, visible_indices(inv) if not inv.error else None)
+    reason = req.unmet(inv, visible_indices(inv) if not inv.error else None)
+    if reason and entry is not None and entry.proxies:
+        reason += f"; its proxy {', '.join(entry.proxies)} runs the same kernel paths on one GPU of the family"
+    return reason

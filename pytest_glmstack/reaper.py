@@ -3,8 +3,8 @@ teardown (pytest-timeout's os._exit, SIGKILL, a crashed xdist worker), it stops 
 
     python -m pytest_glmstack.reaper OWNER_PID SERVER_PGID SERVER_ID
 
-It exits by itself once the server's processes are gone. It imports only psutil, so it costs
-a few megabytes and starts in well under a second.
+It exits by itself once the server's processes are gone. It imports only psutil (and the
+package's process module on it), so it costs a few megabytes and starts in well under a second.
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ import time
 
 import psutil
 
+from pytest_glmstack import process
+
 
 def _server_procs(server_id: str) -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get("GLMSTACK_SERVER") == server_id:
-                out.append(p)
-        except (psutil.Error, OSError):
-            pass
-    return out
+    return process.marked("GLMSTACK_SERVER", server_id)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -60,22 +55,12 @@ def reap(owner: int, pgid: int, server_id: str, interval: float = 0.25, grace: f
         os.killpg(pgid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         pass
-    procs = _server_procs(server_id)
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace)
+    process.stop(_server_procs(server_id), grace)
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for p in alive + _server_procs(server_id):
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
+    process.stop(_server_procs(server_id), 0)  # any started meanwhile
     return 1
 
 

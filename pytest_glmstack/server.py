@@ -20,7 +20,8 @@ from typing import Callable
 
 import psutil
 
-from . import diagnose
+from . import diagnose, process
+from .errors import GlmstackError
 
 MARK_RUN = "GLMSTACK_RUN"  # one value per pytest run: sweeps find what a run started
 MARK_SERVER = "GLMSTACK_SERVER"  # one value per server: teardown finds all of its processes
@@ -40,7 +41,7 @@ _PHASES = [
 READY_LINE = re.compile(r"The server is fired up and ready to roll")
 
 
-class LaunchError(Exception):
+class LaunchError(GlmstackError):
     """The server did not become ready. ``kind``: 'exited', 'fatal', 'timeout' or 'start'."""
 
     def __init__(self, kind: str, message: str, server: "Server | None" = None):
@@ -143,40 +144,10 @@ class StopReport:
     leftover: list  # processes still alive after everything (should be empty)
 
 
-def _marked(proc: psutil.Process, var: str, value: str) -> bool:
-    try:
-        return proc.environ().get(var) == value
-    except (psutil.Error, OSError):
-        return False
-
-
-def find_marked(var: str, value: str) -> list[psutil.Process]:
-    """Processes whose environment carries var=value (those that left our session included)."""
-    me = os.getpid()
-    out = []
-    for p in psutil.process_iter(["pid"]):
-        if p.pid != me and _marked(p, var, value):
-            out.append(p)
-    return out
-
-
-def stop_processes(procs: list[psutil.Process], grace: float) -> tuple[int, int, list]:
-    """SIGTERM, wait up to ``grace`` seconds, SIGKILL the rest. Returns (terminated, killed, alive)."""
-    procs = [p for p in procs if p.is_running()]
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    gone, alive = psutil.wait_procs(procs, timeout=grace)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    _, still = psutil.wait_procs(alive, timeout=5)
-    still = [p for p in still if _alive(p)]
-    return len(gone), len(alive), still
+# Kept under their old names for callers outside the package (benches, users' conftests).
+find_marked = process.marked
+stop_processes = process.stop
+_alive = process.alive
 
 
 def _is_helper(p: psutil.Process) -> bool:
@@ -187,20 +158,16 @@ def _is_helper(p: psutil.Process) -> bool:
         return True
 
 
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 class Server:
     """One SGLang server process tree."""
 
     def __init__(self, argv: list[str], *, env: dict, log_path: Path, host: str, port: int,
                  server_id: str, health_path: str = "/health",
-                 on_phase: Callable[[str, str], None] | None = None):
+                 on_phase: Callable[[str, str], None] | None = None, launcher=None):
         self.argv, self.env, self.log_path = list(argv), dict(env), Path(log_path)
+        # launcher: None starts the argv here; an object with spawn(argv, env, log) -> Popen,
+        # cancel(), finish(timeout) and owns_port(server) starts it elsewhere (slurm.SlurmLauncher).
+        self.launcher = launcher
         self.host, self.port, self.server_id, self.health_path = host, port, server_id, health_path
         self.env[MARK_SERVER] = server_id
         self.proc: subprocess.Popen | None = None
@@ -235,12 +202,18 @@ class Server:
         self._log_file.flush()
         self.started_at = time.monotonic()
         try:
-            # A session of its own: signals to pytest's group do not reach it directly, and
-            # teardown can take the whole group down at once.
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log_file,
-                                         stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+            if self.launcher is not None:  # e.g. slurm.SlurmLauncher: the server as a job step
+                self.proc = self.launcher.spawn(self.argv, self.env, self._log_file)
+            else:
+                # A session of its own: signals to pytest's group do not reach it directly, and
+                # teardown can take the whole group down at once.
+                self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log_file,
+                                             stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         except OSError as e:
             raise LaunchError("start", f"could not start {self.argv[0]}: {e}", self) from None
+        except GlmstackError as e:  # the launcher's, e.g. slurm.SlurmError with Slurm's reason
+            self.watcher.stop()  # reads what the launcher wrote to the log
+            raise LaunchError("start", str(e), self) from e
         self.watcher.start()
         self._start_reaper()
         return self
@@ -314,6 +287,8 @@ class Server:
 
     def _owns_port(self) -> bool:
         """Whether the socket answering on our port belongs to our process tree."""
+        if self.launcher is not None:
+            return self.launcher.owns_port(self)
         try:
             tree = [psutil.Process(self.proc.pid)]
             tree += tree[0].children(recursive=True)
@@ -341,6 +316,9 @@ class Server:
                 pass
         for p in find_marked(MARK_SERVER, self.server_id):
             found.setdefault(p.pid, p)
+        if self.launcher is not None:  # the step's tasks on this machine, with their children
+            for p in self.launcher.processes(self):
+                found.setdefault(p.pid, p)
         return [p for p in found.values() if _alive(p)]
 
     def stop(self, grace: float = 15.0) -> StopReport:
@@ -349,6 +327,8 @@ class Server:
         SIGKILL what is left, then sweep by marker. The launcher's own HTTP drain takes
         seconds and has nothing to drain once the tests are done, so it is not waited for."""
         t0 = time.monotonic()
+        if self.launcher is not None:
+            self.launcher.cancel()  # SIGTERM to the step's tasks on every node, through Slurm
         procs = self.processes()
         root = self.proc.pid if self.proc is not None else None
         if root is not None and self.proc.poll() is None:
@@ -384,6 +364,8 @@ class Server:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+        if self.launcher is not None:
+            self.launcher.finish(grace)  # until Slurm lists the step no more (SIGKILL if need be)
         self.watcher.stop()
         if self._log_file:
             self._log_file.close()

@@ -74,3 +74,13 @@ class FakeNvmlWithUsage(FakeNvml):
 
     def nvmlDeviceGetComputeRunningProcesses(self, h):
         return [SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.procs[h]]
+
+
+def install(config, fake):
+    """Make the plugin's NVML reads see ``fake`` for this pytest config only: restored when the
+    config ends, so an in-process pytester run never leaks fake GPUs into the outer session."""
+    from pytest_glmstack import hardware
+
+    original = hardware.load_nvml
+    hardware.load_nvml = lambda: fake
+    config.add_cleanup(lambda: setattr(hardware, "load_nvml", original))

@@ -67,7 +67,7 @@ def test_two_one_gpu_entries_in_parallel_and_a_two_gpu_entry_alone(pytester, tmp
         import fakenvml
 
         def pytest_configure(config):
-            hardware.load_nvml = lambda: fakenvml.FakeNvml([fakenvml.H200] * 2)
+            fakenvml.install(config, fakenvml.FakeNvml([fakenvml.H200] * 2))
     """)
     monkeypatch.setenv("PYTHONPATH", str(__import__("pathlib").Path(__file__).parent))
     monkeypatch.setenv("LEASE_BARRIER", str(tmp_path))

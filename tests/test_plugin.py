@@ -49,7 +49,7 @@ def fake_nvml_conftest(pytester, gpus_expr, nvlink="False"):
 
         def pytest_configure(config):
             gpus = {gpus_expr}
-            hardware.load_nvml = lambda: fakenvml.FakeNvml(gpus, nvlink={nvlink})
+            fakenvml.install(config, fakenvml.FakeNvml(gpus, nvlink={nvlink}))
     """)
     pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
 
@@ -185,7 +185,7 @@ def test_blackwell_entry_skips_without_driver_naming_what_is_missing(pytester):
         from pytest_glmstack import hardware
         import fakenvml
         def pytest_configure(config):
-            hardware.load_nvml = lambda: fakenvml.FakeNvml(fail_init="NVML Shared Library Not Found")
+            fakenvml.install(config, fakenvml.FakeNvml(fail_init="NVML Shared Library Not Found"))
     """)
     pytester.makepyfile(USES_ENTRY)
     result = pytester.runpytest("--glmstack-matrix", "matrix", "-rs")
@@ -342,3 +342,18 @@ def test_plan_option_lists_entries_and_runs_nothing(pytester):
         "tiny/a  (*m.yaml:*)",
     ])
     assert "a plan runs no test" not in result.stdout.str()
+
+
+def test_fake_nvml_of_an_in_process_run_does_not_leak(pytester):
+    """A pytester run in this process with fake GPUs leaves the real NVML reader in place."""
+    from pytest_glmstack import hardware
+
+    original, before = hardware.load_nvml, hardware.detect().describe()
+    write_matrix(pytester, "bw.yaml", BLACKWELL)
+    fake_nvml_conftest(pytester, "[fakenvml.H200] * 2")
+    pytester.makepyfile(USES_ENTRY)
+    result = pytester.runpytest("--glmstack-matrix", "matrix", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*found 2 x NVIDIA H200*"])
+    assert hardware.load_nvml is original
+    assert hardware.detect().describe() == before
