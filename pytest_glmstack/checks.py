@@ -20,15 +20,35 @@ def judge_launch(session, launch):
 
 
 def capture(session, server, entry) -> dict:
-    """The server's log against ``expect: capture`` and ``clean_compile``."""
+    """The server's log against ``expect: capture`` and, with ``clean_compile``, its compile
+    records: no unintended graph break in any phase, no recompile or JIT compile after ready
+    (``allow_graph_breaks`` excepted); with a saved run, a break site or recompile reason the
+    saved run did not have fails too. Returns the records and notes (fixed or unused sites)."""
     from . import capture as capture_log
 
-    rep = capture_log.read(server.watcher.text())
-    problems = capture_log.problems(rep, entry.expect.capture, entry.expect.clean_compile)
+    text = server.watcher.text()
+    rep = capture_log.read(text)
+    problems = capture_log.problems(rep, entry.expect.capture, False)
+    records, notes = None, []
+    if entry.expect.clean_compile:
+        from . import compile_records
+
+        records = compile_records.read(text, roots=(str(session.settings.rootdir),))
+        found, unused = compile_records.problems(records, allow=entry.expect.allow_graph_breaks)
+        problems += found
+        notes += [f"allow_graph_breaks entry {a!r} matched nothing: drop it ({entry.where()})" for a in unused]
+        saved = (session.baseline or {}).get("entries", {}).get(entry.id, {}).get("compile")
+        if saved:
+            new, fixed = compile_records.diff(saved, records)
+            stacks = f"saved run: {_stack_line(session.baseline.get('stack', {}))}; this run: {session.stack()}"
+            problems += [f"new since the saved run: {r} ({stacks})" for r in new]
+            notes += [f"gone since the saved run (fixed): {r}" for r in fixed]
     captured = ", ".join(f"{k} (backend={v.backend}, {v.seconds:.2f} s)" for k, v in rep.phases.items() if v.captured)
+    record = {"records": records.to_dict() if records is not None else None, "notes": notes}
     if problems:
-        raise CheckFailed(f"{entry.id}: " + "; ".join(problems) + f". Captured: {captured or 'nothing'}")
-    return {}
+        raise CheckFailed(f"{entry.id}: " + "; ".join(problems) + f". Captured: {captured or 'nothing'}"
+                          + "".join(f"\n  note: {n}" for n in notes), record)
+    return record
 
 
 def _stack_line(fp: dict) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from .errors import GlmstackError, OptionError
 
@@ -31,16 +32,25 @@ def calibrate_lines(session, entries=None) -> list[str]:
                           "ini key, or matrix paths to glmstack calibrate)")
     runs = calibrate.history(s.results_dir)
     if not runs:
-        raise OptionError(f"--glmstack-calibrate: no saved runs in {s.results_dir}; save some with --glmstack-save NAME first")
+        raise OptionError(f"--glmstack-calibrate: no saved runs in {_shown(s.results_dir)}; save some with "
+                          f"--glmstack-save NAME first")
     try:
         proposals = calibrate.propose(entries, runs, last=s.calibrate_runs, factor=s.calibrate_factor)
     except calibrate.CalibrateError as e:
         raise OptionError(f"--glmstack-calibrate-factor / --glmstack-calibrate-runs: {e}") from None
-    lines = [f"glmstack: floors from the last {s.calibrate_runs} saved run(s) in {s.results_dir} x {s.calibrate_factor:g}"]
+    lines = [f"glmstack: floors from the last {s.calibrate_runs} saved run(s) in {_shown(s.results_dir)} x {s.calibrate_factor:g}"]
     lines += calibrate.table(proposals, runs[-1].machine)
     if s.calibrate_write:
         lines += ["glmstack: " + line for line in calibrate.write(proposals) or ["no floor changed"]]
     return lines
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would write it here: relative to the working directory when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 __all__ = ["plan_lines", "calibrate_lines", "GlmstackError"]

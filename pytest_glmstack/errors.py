@@ -15,4 +15,9 @@ class OptionError(GlmstackError):
 
 
 class CheckFailed(GlmstackError):
-    """A matrix check found what the entry's expectations forbid (the test fails with this text)."""
+    """A matrix check found what the entry's expectations forbid (the test fails with this text).
+    ``record`` is what the check measured, kept in the results even though it failed."""
+
+    def __init__(self, message: str, record=None):
+        super().__init__(message)
+        self.record = record

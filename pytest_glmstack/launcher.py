@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import diagnose, leases, models
+from . import diagnose, leases, models, proxies
+from .errors import GlmstackError
 from .hardware import Inventory, visible_indices
 from .matrix import Entry
 from .server import MARK_OWNER, MARK_RUN, LaunchError, Server, sglang_argv
@@ -31,6 +32,9 @@ class Settings:
     catalog: tuple = ()
     launch_timeout_factor: float = 1.0
     flag_spec: object = None  # flags.Spec of the installed SGLang, or None when it could not be read
+    launcher: str = "local"  # the run's --glmstack-launcher; an entry's own launcher: wins
+    slurm: Callable | None = None  # nodes -> slurm.Allocation (the session's, made on first use)
+    slurm_args: tuple[str, ...] = ()  # more srun options
 
 
 @dataclass
@@ -48,6 +52,7 @@ class Launch:
     gpu_leak: str | None = None  # what NVML still showed on the leased GPUs after teardown
     flag_warnings: list = field(default_factory=list)  # deprecations found before launch
     _port_lease: object = None
+    _dist_port_lease: object = None  # multi-node: where the ranks meet
     _gpu_lease: object = None
 
     @property
@@ -95,7 +100,7 @@ class Launch:
 
                     self.gpu_leak = wait_gpu_released(self.gpu_baseline, pids, timeout=release_timeout)
         finally:
-            for lease in (self._gpu_lease, self._port_lease):
+            for lease in (self._gpu_lease, self._port_lease, self._dist_port_lease):
                 if lease is not None:
                     lease.release()
         return report
@@ -119,15 +124,23 @@ def redact_text(text: str, env: dict) -> str:
 
 
 def server_env(entry: Entry, settings: Settings, gpus: tuple[int, ...] | None) -> dict:
-    env = dict(os.environ)
+    from . import stack_env
+
+    env = stack_env.for_python(settings.python)
     env.update(entry.env_dict)
     env[MARK_RUN] = settings.run_id
     env[MARK_OWNER] = str(os.getpid())
     env["PYTHONUNBUFFERED"] = "1"  # log lines must reach the watcher as they happen
     if gpus is not None:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpus)
-    if entry.expect.clean_compile and "TORCH_LOGS" not in entry.env_dict:
-        env["TORCH_LOGS"] = "graph_breaks,recompiles"
+    # A proxy model's server imports its class from pytest_glmstack.proxies (PYTHONPATH and
+    # SGLANG_EXTERNAL_MODEL_PACKAGE); any other model's env is left as it is.
+    env = proxies.server_env(entry.model, env)
+    if entry.expect.clean_compile:
+        from . import compile_records
+
+        # Graph breaks and recompiles in the log, and a JIT-compile line per kernel built.
+        env.update(compile_records.server_env(env))
     return env
 
 
@@ -173,11 +186,13 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
                 result.gpu_baseline = gpu_usage(list(gpus))
         port = leases.lease_port(settings.lock_dir, settings.host)
         result._port_lease = port
-        argv = sglang_argv(settings.python, model, entry.args, settings.host, port.port)
+        step, host = _slurm_step(entry, settings, result)
+        argv = sglang_argv(settings.python, model, entry.args, "0.0.0.0" if entry.nodes > 1 else settings.host, port.port)
         # The pid keeps ids apart when two processes launch the same entry (xdist --dist each):
         # teardown sweeps by this id and must never find another worker's server.
-        server = Server(argv, env=server_env(entry, settings, gpus), log_path=log_path, host=settings.host,
-                        port=port.port, server_id=f"{settings.run_id}:{os.getpid()}:{safe}:{serial}", on_phase=on_phase)
+        server = Server(argv, env=server_env(entry, settings, gpus), log_path=log_path, host=host or settings.host,
+                        port=port.port, server_id=f"{settings.run_id}:{os.getpid()}:{safe}:{serial}", on_phase=on_phase,
+                        launcher=step)
         result.server = server
         server.start()
         server.wait_ready(entry.launch_timeout * settings.launch_timeout_factor)
@@ -193,11 +208,36 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
         if not result.diagnosis.failed:
             result.diagnosis = diagnose.Diagnosis("failed", "startup_hang" if hang else "other", str(e))
         result.stop(settings.stop_grace)
-    except (leases.LeaseTimeout, RuntimeError, ValueError, OSError) as e:
+    except (GlmstackError, RuntimeError, ValueError, OSError) as e:  # leases, Slurm's refusals, ...
         result.error = e
         result.diagnosis = diagnose.Diagnosis("failed", "other", f"could not launch: {e}")
         result.stop(settings.stop_grace)
     return result
+
+
+def _slurm_step(entry: Entry, settings: Settings, result: Launch):
+    """(the Slurm step launcher, rank 0's host) for an entry that starts through Slurm, else
+    (None, None). A multi-node entry's ranks meet at rank 0's node on a leased port."""
+    if (entry.launcher or settings.launcher) != "slurm":
+        if entry.nodes > 1:
+            raise LaunchError("start", f"{entry.where()}, entry {entry.name!r}: nodes: {entry.nodes} needs the slurm "
+                                       f"launcher (launcher: slurm, or --glmstack-launcher slurm)")
+        return None, None
+    from . import slurm
+
+    if settings.slurm is None:
+        raise LaunchError("start", "the slurm launcher has no allocation to run in")
+    alloc = settings.slurm(entry.nodes)
+    if len(alloc.nodes) < entry.nodes:
+        raise LaunchError("start", f"entry {entry.id} needs {entry.nodes} nodes; Slurm allocation {alloc.job_id} "
+                                   f"has {len(alloc.nodes)} ({', '.join(alloc.nodes)})")
+    if entry.nodes == 1:
+        return slurm.SlurmLauncher(alloc, run_id=settings.run_id, extra=settings.slurm_args), None
+    dist = leases.lease_port(settings.lock_dir, settings.host)
+    result._dist_port_lease = dist
+    head = alloc.addr(alloc.nodes[0])
+    return slurm.SlurmLauncher(alloc, run_id=settings.run_id, nnodes=entry.nodes, nodelist=alloc.nodes[:entry.nodes],
+                               dist_init_addr=f"{head}:{dist.port}", extra=settings.slurm_args), head
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,7 @@ def _resolve(eid: str, raws: dict, chain: tuple) -> dict:
             ctx.fail(f"extends {parent!r}, which is not an entry of this file", key="extends", node=node,
                      hint=f"entries here: {', '.join(sorted(raws))}")
         base = _resolve(parent, raws, chain + (eid,))
-    out = {k: v for k, v in base.items() if k not in ("id", "description", "axes")}
+    out = {k: v for k, v in base.items() if k not in ("id", "description", "axes", "proxy")}
     for k, v in raw.items():
         if k in ("env", "requires", "expect") and k in out:
             out[k] = {**out[k], **v}
@@ -170,6 +170,15 @@ def _build(path, matrix_name, node, raw, defaults, ctx) -> Entry:
     model = raw.get("model", defaults.get("model"))
     if model is None:
         ctx.fail("no model: set 'model' in the entry or in 'defaults'", key="model", node=node)
+    env = {**defaults.get("env", {}), **raw.get("env", {})}
+    from . import proxies
+
+    problem = proxies.proxy_problem(model)
+    if problem:
+        ctx.fail(problem, key="model", node=node)
+    problem = proxies.proxy_env_problem(model, env)
+    if problem:
+        ctx.fail(problem, key="env", node=node)
     expect = Expect(**exp)
     return Entry(
         id=f"{matrix_name}/{raw['id']}",
@@ -179,7 +188,7 @@ def _build(path, matrix_name, node, raw, defaults, ctx) -> Entry:
         line=getattr(node, "line", None),
         model=model,
         args=remove_flags(tuple(defaults.get("args", ())), tuple(raw.get("args-", ()))) + tuple(raw.get("args", ())),
-        env=tuple(sorted({**defaults.get("env", {}), **raw.get("env", {})}.items())),
+        env=tuple(sorted(env.items())),
         requires=Requirement(
             gpus=req.get("gpus", 0),
             arch=req.get("arch", ()),
@@ -190,6 +199,9 @@ def _build(path, matrix_name, node, raw, defaults, ctx) -> Entry:
         launch_timeout=raw.get("launch_timeout", defaults.get("launch_timeout", DEFAULT_LAUNCH_TIMEOUT)),
         expect=expect,
         description=raw.get("description", ""),
+        proxies=tuple(raw.get("proxy", ())),
+        launcher=raw.get("launcher", defaults.get("launcher")),
+        nodes=raw.get("nodes", defaults.get("nodes", 1)),
     )
 
 
@@ -224,4 +236,11 @@ def load(paths: Iterable[str | os.PathLike]) -> tuple[Entry, ...]:
         names[m.name] = m.path
         for e in m.entries:
             entries[e.id] = e
+    # A proxy in a matrix of this run must exist; one in a file not loaded is only named.
+    for e in entries.values():
+        for pid in e.proxies:
+            if pid.split("/")[0] in names and pid not in entries:
+                raise MatrixError(e.path, f"proxy {pid!r} is not an entry of {names[pid.split('/')[0]]}",
+                                  entry=e.name, key="proxy", line=e.line,
+                                  hint="entries there: " + ", ".join(sorted(k for k in entries if k.startswith(pid.split('/')[0] + '/'))))
     return tuple(entries[k] for k in sorted(entries))

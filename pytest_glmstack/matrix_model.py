@@ -38,6 +38,7 @@ class Expect:
     reason: str | None = None
     capture: tuple[str, ...] = ()
     clean_compile: bool = False
+    allow_graph_breaks: tuple[str, ...] = ()  # sites or 'reason:REGEX' clean_compile lets pass
     generate_tokens: int = 8
     throughput: Throughput | None = None
     same_output_as: str | None = None
@@ -61,6 +62,9 @@ class Entry:
     launch_timeout: float
     expect: Expect
     description: str = ""
+    proxies: tuple[str, ...] = ()  # '<matrix>/<id>' of the tiny entries that run its kernel paths
+    launcher: str | None = None  # 'local' | 'slurm'; None: the run's --glmstack-launcher
+    nodes: int = 1  # SGLang --nnodes; GPU needs are per node
 
     @property
     def env_dict(self) -> dict[str, str]:
@@ -68,8 +72,9 @@ class Entry:
 
     @property
     def gpus_needed(self) -> int:
-        """GPUs the server occupies: the parallel sizes in its args, or ``requires.gpus``."""
-        return max(self.requires.gpus, parallel_gpus(self.args))
+        """GPUs the server occupies on each node: the parallel sizes in its args spread over its
+        nodes, or ``requires.gpus``."""
+        return max(self.requires.gpus, -(-parallel_gpus(self.args) // self.nodes))
 
     @property
     def expects_failure(self) -> bool:

@@ -27,8 +27,12 @@ ENTRY_KEYS = {
     "args+": "flags appended to the args (with extends: to the extended entry's args)",
     "args-": "flags removed from the args, with their values (with extends: from the extended entry's)",
     "axes": "mapping of axis name to {choice name: [flags]}: one entry per combination, id <id>-<choice>-...",
+    "launcher": "'local' or 'slurm': how this entry's server starts (beats --glmstack-launcher)",
+    "nodes": "number of nodes the server spans (SGLang --nnodes, through Slurm); requires and GPU counts are per node",
+    "proxy": "the proxy entry (or list of them, '<matrix>/<id>') that runs this entry's kernel paths at tiny size",
 }
-DEFAULT_KEYS = {k: v for k, v in ENTRY_KEYS.items() if k not in ("id", "description", "extends", "axes", "args+", "args-")}
+DEFAULT_KEYS = {k: v for k, v in ENTRY_KEYS.items()
+                if k not in ("id", "description", "extends", "axes", "args+", "args-", "proxy")}
 FILE_KEYS = {
     "name": "prefix of the test ids (defaults to the file name without .yaml)",
     "description": "what this matrix is about",
@@ -53,7 +57,8 @@ EXPECT_KEYS = {
     "known_issue": "id of a known issue this entry must reproduce (a strict expected failure)",
     "reason": "why the entry is expected to fail; shown in the xfail reason",
     "capture": "CUDA-graph phases that must be captured: decode, prefill, piecewise",
-    "clean_compile": "no graph breaks or recompiles may be logged after warm-up",
+    "clean_compile": "no unintended graph break in any phase, no recompile or JIT compile after ready (compile records)",
+    "allow_graph_breaks": "with clean_compile: known sites (file:line globs) or 'reason:REGEX' that do not fail it",
     "generate_tokens": "number of tokens test_generate asks for (default 8)",
     "throughput": "throughput floors per concurrency (see docs/matrix.md)",
     "same_output_as": "id of another entry whose greedy outputs this entry must reproduce",
@@ -287,6 +292,15 @@ def _expect(ctx, node, key, value) -> dict:
         out["capture"] = phases
     if "clean_compile" in value:
         _want(ctx, value, "clean_compile", value["clean_compile"], (bool,), "true or false", "expect.")
+    if "allow_graph_breaks" in value:
+        allow = _str_list(ctx, value, "allow_graph_breaks", value["allow_graph_breaks"], "expect.")
+        for a in allow:
+            if a.startswith("reason:"):
+                try:
+                    re.compile(a[len("reason:"):].strip())
+                except re.error as e:
+                    ctx.fail(f"{a!r} is not a regular expression: {e}", key="expect.allow_graph_breaks", node=value)
+        out["allow_graph_breaks"] = allow
     if "throughput" in value:
         out["throughput"] = _throughput(ctx, value, value["throughput"])
     if "generate_tokens" in value:
@@ -359,6 +373,13 @@ def _fields(ctx, node, allowed) -> dict:
             out[key] = _want(ctx, node, key, value, (str,), "a string")
         elif key in ("args", "args+", "args-"):
             out[key] = _str_list(ctx, node, key, value)
+        elif key == "proxy":
+            ids = _str_list(ctx, node, key, [value] if isinstance(value, str) else value)
+            bad = [i for i in ids if not re.match(r"^[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*$", i)]
+            if bad:
+                ctx.fail(f"expected '<matrix name>/<entry id>', got {bad[0]!r}", key=key, node=node,
+                         hint="e.g. proxy: proxies/fp4-piecewise")
+            out[key] = ids
         elif key == "extends":
             out[key] = _want(ctx, node, key, value, (str,), "the id of another entry of this file")
         elif key == "axes":
@@ -369,6 +390,15 @@ def _fields(ctx, node, allowed) -> dict:
             out[key] = _requires(ctx, node, key, value)
         elif key == "expect":
             out[key] = _expect(ctx, node, key, value)
+        elif key == "launcher":
+            if value not in ("local", "slurm"):
+                ctx.fail(f"expected 'local' or 'slurm', got {value!r}", key=key, node=node)
+            out[key] = value
+        elif key == "nodes":
+            n = _want(ctx, node, key, value, (int,), "a whole number of nodes")
+            if n < 1:
+                ctx.fail("must be at least 1", key=key, node=node)
+            out[key] = n
         elif key == "launch_timeout":
             v = _want(ctx, node, key, value, (int, float), "a number of seconds")
             if v <= 0:

@@ -49,6 +49,13 @@ NO_FLAG_CHECK_HELP = ("launch without checking entries' flags against the instal
 CALIBRATE_HELP = ("propose throughput floors from the runs saved in the results directory, print them and "
                   "exit without running anything")
 CALIBRATE_WRITE_HELP = "with --glmstack-calibrate: write the proposed floors into the matrix files (comments and order kept)"
+LAUNCHER_HELP = ("how servers start: 'local' (a process here) or 'slurm' (a job step of an allocation: the one this "
+                 "process runs in, or one the plugin requests); an entry's own 'launcher:' wins")
+SLURM_PARTITION_HELP = "partition of the allocation the plugin requests (salloc --partition)"
+SLURM_TIME_HELP = "time limit of the allocation the plugin requests (salloc --time, e.g. 1:00:00)"
+SLURM_ACCOUNT_HELP = "account of the allocation the plugin requests (salloc --account)"
+SLURM_ARG_HELP = "more options for salloc and srun, e.g. --gpus-per-node=8 or --exclusive"
+SLURM_GRANT_TIMEOUT_HELP = "seconds to wait for the requested allocation before giving up (and cancelling it)"
 PLAN_HELP = ("show every matrix entry with its command line, env, GPUs, expectations and whether it would run "
              "here, then exit without running anything")
 
@@ -93,6 +100,12 @@ OPTIONS = (
     Option("results-dir", "path", ".glmstack/results", RESULTS_DIR_HELP, "DIR"),
     Option("calibrate-runs", "count", "5", CALIBRATE_RUNS_HELP, "N"),
     Option("calibrate-factor", "number", "0.8", CALIBRATE_FACTOR_HELP, "X"),
+    Option("launcher", "launcher", "local", LAUNCHER_HELP, "local|slurm"),
+    Option("slurm-partition", "string", "", SLURM_PARTITION_HELP, "NAME"),
+    Option("slurm-time", "string", "", SLURM_TIME_HELP, "TIME"),
+    Option("slurm-account", "string", "", SLURM_ACCOUNT_HELP, "NAME"),
+    Option("slurm-arg", "string-list", (), SLURM_ARG_HELP, "ARG"),
+    Option("slurm-grant-timeout", "number", "600", SLURM_GRANT_TIMEOUT_HELP, "SECONDS"),
 )
 FLAGS = (
     Option("kill-orphans", "flag", False, KILL_ORPHANS_HELP),
@@ -102,6 +115,7 @@ FLAGS = (
     Option("plan", "flag", False, PLAN_HELP),
 )
 BY_NAME = {o.name: o for o in OPTIONS + FLAGS}
+LAUNCHERS = ("local", "slurm")
 # Options whose value is a path: in the space form (--glmstack-X VALUE) pytest may take VALUE for
 # a test path while it picks its rootdir, before the plugin's options are known.
 PATH_OPTIONS = tuple(f"--glmstack-{o.name}" for o in OPTIONS if o.kind in ("patterns", "paths", "path", "python"))
@@ -131,6 +145,12 @@ class Settings:
     results_dir: Path
     calibrate_runs: int
     calibrate_factor: float
+    launcher: str = "local"
+    slurm_partition: str = ""
+    slurm_time: str = ""
+    slurm_account: str = ""
+    slurm_arg: tuple[str, ...] = ()
+    slurm_grant_timeout: float = 600.0
     kill_orphans: bool = False
     no_flag_check: bool = False
     calibrate: bool = False
@@ -182,6 +202,10 @@ def _value(opt: Option, raw: Any, base: Path) -> Any:
     raw = "" if raw is None else str(raw)
     if opt.kind == "string":
         return raw
+    if opt.kind == "launcher":
+        if raw not in LAUNCHERS:
+            raise OptionError(f"expected one of {', '.join(LAUNCHERS)}, got {raw!r}")
+        return raw
     if opt.kind == "path":
         return _path(raw, base) if raw else None
     if opt.kind == "python":
@@ -199,7 +223,7 @@ def _value(opt: Option, raw: Any, base: Path) -> Any:
         return int(number)
     if number < 0 or number != number:
         raise OptionError(f"expected a number of at least 0, got {raw!r}")
-    if opt.name in ("launch-timeout-factor", "calibrate-factor", "probe-timeout") and number == 0:
+    if opt.name in ("launch-timeout-factor", "calibrate-factor", "probe-timeout", "slurm-grant-timeout") and number == 0:
         raise OptionError(f"expected a number above 0, got {raw!r}")
     return number
 

@@ -93,7 +93,11 @@ def plan_lines(entries, spec, why_unchecked: str | None = None, inventory=None) 
         out.append("  command: " + " ".join(server._quote(a) for a in argv[:-1]) + " <port>")
         if e.env:
             out.append("  env: " + " ".join(f"{k}={v}" for k, v in launcher.redact(e.env_dict).items()))
-        out.append(f"  gpus: {e.gpus_needed}  launch_timeout: {e.launch_timeout:g} s")
+        where = f" per node x {e.nodes} nodes" if e.nodes > 1 else ""
+        via = f"  launcher: {e.launcher}" if e.launcher else ""
+        out.append(f"  gpus: {e.gpus_needed}{where}  launch_timeout: {e.launch_timeout:g} s{via}")
+        if e.proxies:
+            out.append("  proxy: " + ", ".join(e.proxies) + " (the same kernel paths at tiny size, in minutes)")
         exp = [f"launch={e.expect.launch}"]
         if e.expect.known_issue:
             exp.append(f"known_issue={e.expect.known_issue}")
@@ -149,3 +153,18 @@ def annotate(rep, session, entry):
     if launch.server is not None:
         n = session.settings.log_lines
         rep.sections.append((f"glmstack server log (last {n} lines of {launch.log_path})", launch.log_tail(n)))
+
+
+def compile_table(results: dict) -> list[str]:
+    """One line per entry with compile records: counts of graph breaks (intentional apart),
+    recompiles and JIT compiles, and how many of each came after ready."""
+    rows = [("entry", "graph breaks", "intentional", "recompiles", "jit compiles", "after ready")]
+    for entry_id in sorted(results["entries"]):
+        c = results["entries"][entry_id].get("compile")
+        if not c:
+            continue
+        s = c.get("summary", {})
+        late = sum(s.get(f"{k}.serving", 0) for k in ("graph_break", "recompile", "jit_compile"))
+        rows.append((entry_id, str(s.get("graph_break", 0)), str(s.get("graph_break.intentional", 0)),
+                     str(s.get("recompile", 0)), str(s.get("jit_compile", 0)), str(late)))
+    return columns(rows)

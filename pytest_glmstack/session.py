@@ -37,6 +37,7 @@ class GlmstackSession:
         self._fingerprint: dict | None = None
         self._catalog: tuple | None = None
         self._launch_settings = None
+        self._allocation = None
         if settings.matrix:
             from . import matrix
 
@@ -119,8 +120,29 @@ class GlmstackSession:
                 catalog=self.catalog(),
                 launch_timeout_factor=self.settings.launch_timeout_factor,
                 flag_spec=self.flag_spec(),
+                launcher=self.settings.launcher,
+                slurm=self.slurm_allocation,
+                slurm_args=self.settings.slurm_arg,
             )
         return self._launch_settings
+
+    def slurm_allocation(self, nodes: int = 1):
+        """The Slurm allocation servers run in as steps: the one this process runs in (salloc,
+        sbatch), else one requested once, for the most nodes any slurm entry of the run needs."""
+        if self._allocation is None:
+            from . import slurm
+
+            why = slurm.available()
+            if why:
+                raise slurm.SlurmError(f"the slurm launcher cannot run here: {why}")
+            s = self.settings
+            need = max([nodes] + [e.nodes for e in self.entries if (e.launcher or s.launcher) == "slurm"])
+            self._allocation = slurm.current_allocation() or slurm.allocate(
+                nodes=need, partition=s.slurm_partition or None, time_limit=s.slurm_time or None,
+                account=s.slurm_account or None, name=f"glmstack-{self.run_id}",
+                extra=s.slurm_arg,
+                timeout=s.slurm_grant_timeout)
+        return self._allocation
 
     def probe_specs(self) -> list:
         from . import matrix
@@ -187,6 +209,11 @@ class GlmstackSession:
         """Stop what still runs; on the controller, sweep the run and write its results."""
         for launch in list(self.launches.values()):
             launch.stop(self.settings.stop_grace)
+        if self._allocation is not None:
+            from . import slurm
+
+            slurm.cancel_all()
+            self._allocation.release()
         if self.worker:
             return
         if self.entries:  # servers are launched only for matrix entries

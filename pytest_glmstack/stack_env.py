@@ -17,6 +17,11 @@ import os
 from pathlib import Path
 
 STUB_DIR = Path("lib") / "nocuda"
+# Put first on a server's PYTHONPATH for compile records: its sitecustomize.py loads the JIT
+# monitor when GLMSTACK_JIT_MONITOR=1 and chains to the next sitecustomize on the path.
+HOOKS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server_hooks")
+MONITOR_ENV = "GLMSTACK_JIT_MONITOR"
+TORCH_LOGS_NEEDED = ("graph_breaks", "recompiles")
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,4 +49,21 @@ def for_python(python: str, env: dict | None = None) -> dict:
         parts = [p for p in out.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
         if str(stub) not in parts:
             out["LD_LIBRARY_PATH"] = os.pathsep.join([str(stub), *parts])
+    return out
+
+
+def compile_records_env(env: dict | None = None, jit_monitor: bool = True) -> dict:
+    """The variables a server needs for these records: TORCH_LOGS with graph_breaks and
+    recompiles added, and (``jit_monitor``) the hooks directory first on PYTHONPATH with
+    GLMSTACK_JIT_MONITOR=1. Returns only the variables to set, merged with ``env``'s values."""
+    env = dict(os.environ if env is None else env)
+    logs = [x for x in env.get("TORCH_LOGS", "").split(",") if x.strip()]
+    for need in TORCH_LOGS_NEEDED:
+        if need not in [x.strip().lstrip("+") for x in logs]:
+            logs.append(need)
+    out = {"TORCH_LOGS": ",".join(logs)}
+    if jit_monitor:
+        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != HOOKS_DIR]
+        out["PYTHONPATH"] = os.pathsep.join([HOOKS_DIR, *paths])
+        out[MONITOR_ENV] = "1"
     return out

@@ -56,6 +56,8 @@ def test_capture(glmstack_server, glmstack_entry, glmstack_capture, glmstack_ses
     try:
         found = checks.capture(glmstack_session, glmstack_server, glmstack_entry)
     except CheckFailed as e:
+        if e.record and e.record.get("records") is not None:
+            record(request, "glmstack_compile", e.record["records"])
         pytest.fail(str(e), pytrace=False)
     if found.get("records") is not None:
         record(request, "glmstack_compile", found["records"])

@@ -4,6 +4,8 @@
 #   scripts/gpu-verify.sh     # everything, in one pytest run (about 8 minutes on the H200)
 #   scripts/gpu-verify.sh A   # NVML, probes, matrix/h200-tiny.yaml (CUDA graphs on and off)
 #   scripts/gpu-verify.sh B   # piecewise capture; CUDA graphs off against the on-expectations
+#   scripts/gpu-verify.sh P   # proxies alone: tests/test_proxies.py, matrix/proxies.yaml (about 6 min)
+# The default phase (all) runs A, B and P: more than one device call's 10 minutes since P joined.
 # GLMSTACK_GPU_SELECT narrows any phase with a -k expression; GLMSTACK_GPU_LIMIT (seconds,
 # default 540) stops pytest with SIGINT in time to still write its results and the logs.
 # Needs .gpu/sglang-0.5.17-min-site.tar.xz and .whl/ (datasets, multiprocess wheels for
@@ -28,13 +30,20 @@ python3 -c "import importlib.metadata as m; assert any(e.name == 'glmstack' for 
   || plugin=(-p pytest_glmstack.plugin)
 nvidia-smi > "$notes/nvidia-smi-before.txt" 2>&1
 matrices=(--glmstack-matrix matrix/h200-tiny.yaml --glmstack-matrix matrix/glm5-nvfp4.yaml --glmstack-matrix matrix/probes.yaml)
+tests=(tests/test_gpu.py tests/test_matrix.py)
+# The proxies (docs/proxies.md): test_proxies.py first, its FlashInfer FP4 kernel tests warm the
+# JIT cache (~/.cache/flashinfer) that the proxy servers' first capture would otherwise build.
+proxies=(--glmstack-matrix matrix/proxies.yaml)
 case "$phase" in
   A) select=(-k "${GLMSTACK_GPU_SELECT:-not piecewise and not graphs_disabled}") ;;
   B) select=(-k "${GLMSTACK_GPU_SELECT:-piecewise or graphs_disabled or fallback}") ;;
-  *) select=(); [ -z "${GLMSTACK_GPU_SELECT:-}" ] || select=(-k "$GLMSTACK_GPU_SELECT") ;;
+  P) tests=(tests/test_proxies.py tests/test_matrix.py); matrices=("${proxies[@]}")
+     select=(); [ -z "${GLMSTACK_GPU_SELECT:-}" ] || select=(-k "$GLMSTACK_GPU_SELECT") ;;
+  *) tests=(tests/test_gpu.py tests/test_proxies.py tests/test_matrix.py); matrices+=("${proxies[@]}")
+     select=(); [ -z "${GLMSTACK_GPU_SELECT:-}" ] || select=(-k "$GLMSTACK_GPU_SELECT") ;;
 esac
 start=$(date +%s)
-timeout -s INT -k 30 "${GLMSTACK_GPU_LIMIT:-540}" python3 -m pytest "${plugin[@]}" tests/test_gpu.py tests/test_matrix.py "${matrices[@]}" "${select[@]}" \
+timeout -s INT -k 30 "${GLMSTACK_GPU_LIMIT:-540}" python3 -m pytest "${plugin[@]}" "${tests[@]}" "${matrices[@]}" "${select[@]}" \
   -p no:cacheprovider -v -rA --junitxml "$OUT/junit-$phase.xml" --glmstack-json "$OUT/results-$phase.json" \
   --basetemp /tmp/glmstack-gpu-tmp-$phase 2>&1 | tee "$OUT/pytest-$phase.txt"
 rc=${PIPESTATUS[0]}

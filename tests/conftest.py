@@ -19,3 +19,5 @@ sys.path.insert(0, str(Path(__file__).parent))
 def pytest_configure(config):
     config.addinivalue_line("markers", "machine_wide: signals or kills glmstack processes machine-wide; "
                                        "runs alone (the -n 2 pass of make test leaves it out)")
+    config.addinivalue_line("markers", "slurm: runs servers through a real Slurm (skipped, with the reason, where "
+                                       "none answers; scripts/slurm-localhost.sh start sets one up)")
