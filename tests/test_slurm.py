@@ -487,18 +487,27 @@ def _run_ids_jobs(run_id: str) -> list[str]:
     return [line for line in r.stdout.splitlines() if f"glmstack-{run_id}" in line]
 
 
-def test_the_plugin_runs_an_entry_as_a_step_of_its_own_allocation(cluster, pytester, monkeypatch):
+@pytest.fixture
+def outside_any_allocation(monkeypatch):
+    for var in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NODELIST", "SLURM_NODELIST"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _entry_run(pytester, launch_timeout: int, *args, timeout: int):
+    (pytester.path / "m.yaml").write_text("name: s\n" + cpustack.defaults(launch_timeout=launch_timeout)
+                                          + "entries:\n  - id: tiny\n")
+    pytester.makepyfile(test_s=PLUGIN_TESTS)
+    return pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "--glmstack-launcher", "slurm", *args,
+                                         "-p", "no:cacheprovider", "-rA", timeout=timeout)
+
+
+def test_the_plugin_runs_an_entry_as_a_step_of_its_own_allocation(cluster, pytester, monkeypatch,
+                                                                   outside_any_allocation):
     """pytest --glmstack-launcher slurm outside any allocation: the plugin requests one, the
     cpu-tiny server runs as its step, and after the run neither step nor job is left."""
     run_id = "slurmplugin" + uuid.uuid4().hex[:6]
     monkeypatch.setenv("GLMSTACK_RUN_ID", run_id)
-    for var in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NODELIST", "SLURM_NODELIST"):
-        monkeypatch.delenv(var, raising=False)
-    (pytester.path / "m.yaml").write_text("name: s\n" + cpustack.defaults(launch_timeout=300) + "entries:\n  - id: tiny\n")
-    pytester.makepyfile(test_s=PLUGIN_TESTS)
-    result = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "--glmstack-launcher", "slurm",
-                                           "--glmstack-slurm-time", "15", "--glmstack-json", "r.json",
-                                           "-p", "no:cacheprovider", "-rA", timeout=600)
+    result = _entry_run(pytester, 300, "--glmstack-slurm-time", "15", "--glmstack-json", "r.json", timeout=600)
     result.assert_outcomes(passed=2)
     data = json.loads((pytester.path / "r.json").read_text())
     assert data["entries"]["s/tiny"]["launch_status"].startswith("ready in")
@@ -506,13 +515,7 @@ def test_the_plugin_runs_an_entry_as_a_step_of_its_own_allocation(cluster, pytes
     assert marked(server.MARK_RUN, run_id) == []
 
 
-def test_a_bad_partition_fails_the_launch_with_slurms_reason(cluster, pytester, monkeypatch):
-    for var in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NODELIST", "SLURM_NODELIST"):
-        monkeypatch.delenv(var, raising=False)
-    (pytester.path / "m.yaml").write_text("name: s\n" + cpustack.defaults(launch_timeout=60) + "entries:\n  - id: tiny\n")
-    pytester.makepyfile(test_s=PLUGIN_TESTS)
-    result = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "--glmstack-launcher", "slurm",
-                                           "--glmstack-slurm-partition", "no-such-partition", "-p", "no:cacheprovider",
-                                           timeout=300)
+def test_a_bad_partition_fails_the_launch_with_slurms_reason(cluster, pytester, outside_any_allocation):
+    result = _entry_run(pytester, 60, "--glmstack-slurm-partition", "no-such-partition", timeout=300)
     result.assert_outcomes(failed=1, errors=1)
     result.stdout.fnmatch_lines(["*could not launch: *Invalid partition name specified*"])
