@@ -109,6 +109,11 @@ def test_cli_exit_codes(tmp_path):
     empty = tmp_path / "empty.log"
     empty.write_text("")
     assert run(str(empty)).returncode == 2
+    # neither a failure nor a ready server: the excerpt stops while the shards load
+    cut = tmp_path / "cut.log"
+    cut.write_text("Loading safetensors checkpoint shards:  25% Completed | 1/4 [00:01<00:03,  1.1s/it]\n")
+    r = run(str(cut))
+    assert r.returncode == 3 and "incomplete" in r.stdout and "stopped while loading weights (shard 1/4)" in r.stdout
 
 
 def test_benign_warnings_do_not_count():
@@ -264,3 +269,311 @@ def test_server_args_dump_is_never_evidence_of_a_known_issue():
     d = classify("cpu-0.5.23-port-in-use.log")
     assert "server_args" in (LOGS / "cpu-0.5.23-port-in-use.log").read_text()
     assert d.known_issue.id == "port-already-in-use"
+
+
+# --- verdicts from evidence -------------------------------------------------------------------
+
+
+def test_an_excerpt_without_failure_or_readiness_is_incomplete_with_its_last_phase():
+    text = "\n".join([
+        "[2026-11-30 20:37:35 TP0] Load weight end. type=LlamaForCausalLM, avail mem=70.1 GB",
+        "[2026-11-30 20:37:36 TP0] KV Cache is allocated. #tokens: 404890",
+        "[2026-11-30 20:37:36 TP0] Capture cuda graph begin. This can take up to several minutes.",
+        "Capturing batches (bs=48 avail_mem=5.64 GB):  40%|████      | 8/20 [00:05<00:07,  1.6it/s]",
+    ])
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category, d.summary) == ("incomplete", None, "stopped in decode CUDA-graph capture at bs 48")
+    assert not d.failed and d.to_dict()["phase"] == d.phase == "in decode CUDA-graph capture at bs 48"
+    # the launcher's timeout makes the same log a start-up hang that names the phase
+    h = diagnose.classify(text, CATALOG, hang=True)
+    assert (h.verdict, h.category) == ("failed", "startup_hang")
+    assert "stopped in decode CUDA-graph capture at bs 48" in h.summary
+    # a process that exited with an error code but logged none failed
+    e = diagnose.classify(text, CATALOG, exit_code=1)
+    assert (e.verdict, e.category) == ("failed", "other") and "code 1" in e.summary
+
+
+@pytest.mark.parametrize("lines, phase", [
+    (["gpu125:466534:466534 [6] NCCL INFO Connected all trees"], "in NCCL init"),
+    (["INFO 08-31 09:50:46 pynccl.py:63] vLLM is using nccl==2.20.5"], "in NCCL init"),
+    (["Loading safetensors checkpoint shards: 100% Completed | 8/8 [00:05<00:00,  1.59it/s]"], "after loading weights"),
+    (["(EngineCore_DP0 pid=1) INFO 10-22 09:33:49 [kv_cache_utils.py:1087] GPU KV cache size: 162,704 tokens",
+      "Capturing CUDA graphs (decode, FULL):  40%|████      | 14/35 [00:01<00:01, 11.7it/s]"],
+     "in decode CUDA-graph capture (FULL) at 14/35"),
+    (["2024-10-16T10:48:41.374381Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=2"],
+     "while loading weights"),
+])
+def test_phases_of_several_engines(lines, phase):
+    d = diagnose.classify("\n".join(lines), CATALOG)
+    assert (d.verdict, d.phase) == ("incomplete", phase), d.render()
+
+
+def test_clean_needs_positive_evidence_and_a_failure_after_it_counts():
+    assert diagnose.classify("INFO 04-23 14:49:33 [launcher.py:36] Route: /v1/models, Methods: GET", CATALOG).verdict == "clean"
+    assert diagnose.classify("just some text\nnothing else", CATALOG).verdict == "incomplete"
+    served_then_died = "\n".join([
+        '[2025-05-29 02:40:36] INFO:     127.0.0.1:56756 - "POST /generate HTTP/1.1" 200 OK',
+        "[2025-05-29 02:52:38 TP0] TpModelWorkerClient hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/tp_worker_overlap_thread.py", line 118, in forward_thread_func',
+        "    self.forward_thread_func_()",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ])
+    d = diagnose.classify(served_then_died, CATALOG)
+    assert d.failed and d.summary == "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+# --- the causal exception wins over its wrappers --------------------------------------------
+
+_CAPTURE_HINTS = """Exception: Capture cuda graph failed: {inner}
+Possible solutions:
+1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)
+2. set --cuda-graph-max-bs to a smaller value (e.g., 16)
+3. disable torch compile by not using --enable-torch-compile
+4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)
+"""
+
+
+def _chain(cause_frames, cause, wrapper):
+    return "\n".join([
+        "[2025-04-14 15:27:35 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        *cause_frames,
+        cause,
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/x/site-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 267, in __init__',
+        "    self.capture()",
+        wrapper,
+    ])
+
+
+def test_capture_wrapper_around_a_ninja_failure_is_flashinfer_jit():
+    text = _chain(['  File "/x/site-packages/torch/utils/cpp_extension.py", line 2104, in _run_ninja_build',
+                   "    subprocess.run(",
+                   '  File "/usr/lib/python3.11/subprocess.py", line 571, in run',
+                   "    raise CalledProcessError(retcode, process.args,"],
+                  "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+                  _CAPTURE_HINTS.format(inner="Command '['ninja', '-v']' returned non-zero exit status 1."))
+    d = diagnose.classify(text, CATALOG)
+    assert d.category == "flashinfer_jit", d.render()
+    assert d.summary == "JIT build of a kernel module failed (ninja exit status 1)"
+    assert d.origin == "torch/utils/cpp_extension.py:_run_ninja_build"
+
+
+def test_capture_wrapper_around_an_nccl_crash_is_nccl_comm():
+    text = _chain(['  File "/x/site-packages/sglang/srt/distributed/device_communicators/pynccl_wrapper.py", line 350, in NCCL_CHECK',
+                   '    raise RuntimeError(f"NCCL error: {error_str}")'],
+                  "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+                  _CAPTURE_HINTS.format(inner="NCCL error: unhandled cuda error"))
+    d = diagnose.classify(text, CATALOG)
+    assert d.category == "nccl_comm", d.render()
+    assert d.origin == "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:NCCL_CHECK"
+
+
+def test_capture_wrapper_alone_is_a_capture_failure_unless_it_quotes_a_cause():
+    assert diagnose.classify(_CAPTURE_HINTS.format(inner="'NoneType' object is not subscriptable"), CATALOG).category \
+        == "cuda_graph_capture"
+    d = diagnose.classify(_CAPTURE_HINTS.format(inner="CUDA out of memory."), CATALOG)
+    assert d.category == "oom" and d.known_issue.id == "cuda-graph-capture-out-of-memory"
+
+
+def test_vllm_engine_core_wrapper_is_not_the_cause():
+    text = "\n".join([
+        "(EngineCore_DP0 pid=2) ERROR 10-25 13:08:43 [core.py:708] EngineCore failed to start.",
+        "(EngineCore_DP0 pid=2) ERROR 10-25 13:08:43 [core.py:708] Traceback (most recent call last):",
+        '(EngineCore_DP0 pid=2) ERROR 10-25 13:08:43 [core.py:708]   File "/x/vllm/v1/core/kv_cache_utils.py", line 699, in check_enough_kv_cache_memory',
+        '(EngineCore_DP0 pid=2) ERROR 10-25 13:08:43 [core.py:708]     raise ValueError("No available memory for the cache blocks. "',
+        "(EngineCore_DP0 pid=2) ERROR 10-25 13:08:43 [core.py:708] ValueError: No available memory for the cache blocks. "
+        "Try increasing `gpu_memory_utilization` when initializing the engine.",
+        "(APIServer pid=1) Traceback (most recent call last):",
+        '(APIServer pid=1)   File "/x/vllm/entrypoints/openai/api_server.py", line 1, in run_server',
+        "(APIServer pid=1)     async with build_async_engine_client(args) as engine_client:",
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ])
+    d = diagnose.classify(text, CATALOG)
+    assert (d.category, d.known_issue.id) == ("oom", "vllm-no-memory-for-kv-cache"), d.render()
+    assert d.summary.startswith("ValueError: No available memory for the cache blocks")
+    assert d.origin == "vllm/v1/core/kv_cache_utils.py:check_enough_kv_cache_memory"
+
+
+def test_a_traceback_pasted_without_its_header():
+    text = "\n".join([
+        "    self.runtime.get_dispatch_layout(topk_idx, num_experts, getattr(previous_event, 'event', None),",
+        "RuntimeError: Failed: CUDA error /sgl-workspace/DeepEP/csrc/deep_ep.cpp:200",
+        "'peer access is not supported between these two devices'",
+    ])
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "nccl_comm")
+    assert "peer access is not supported" in d.summary
+
+
+def test_argparse_usage_whose_error_line_was_cut_off_is_a_bad_flag():
+    text = "usage: launch_server.py [-h] --model-path MODEL_PATH [--tokenizer-path TOKENIZER_PATH]\n" \
+           "                        [--host HOST] [--port PORT]\n"
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "bad_flag") and "cut off" in d.summary
+
+
+def test_the_summary_never_is_a_bare_exception_type():
+    d = diagnose.classify("Traceback (most recent call last):\n"
+                          '  File "/x/site-packages/sglang/srt/layers/x.py", line 3, in get_pcg_capture_stream\n'
+                          '    assert stream is not None\n'
+                          "AssertionError\n", CATALOG)
+    assert d.summary == "AssertionError at sglang/srt/layers/x.py:get_pcg_capture_stream: assert stream is not None"
+
+
+# --- general rules: refused settings, communication words, headers, readiness, vocabularies ----
+
+
+@pytest.mark.parametrize("line", [
+    "ValueError: --enable-dp-attention is not supported with --pp-size > 1",
+    "AssertionError: speculative_algorithm EAGLE3 requires --speculative-draft-model-path",
+    "ValueError: `hidden_size` must be divisible by `tp_size` (got 5120 and 3)",
+    "ValueError: Only ['triton', 'flashinfer'] attention backends are supported with deterministic inference, but you specified 'fa3'",
+    "ValueError: MoE backend 'cutlass' does not support the deployment configuration (expert parallel size 16)",
+    "NotImplementedError: chunked prefill cannot be used with --enable-mixed-chunk on this model runner",
+])
+def test_a_refused_combination_of_settings_is_a_bad_flag_without_its_frames(line):
+    d = diagnose.classify(line, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "bad_flag"), d.render()
+
+
+@pytest.mark.parametrize("line, category", [
+    # a size check of the checkpoint's own shapes names no setting: not the command line's fault
+    ("ValueError: The output_size of gate's and up's weight = 64 is not divisible by weight quantization block_n = 128.", "other"),
+    # a more specific rule comes first
+    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", "oom"),
+    ("ValueError: FP8 KV cache is not supported on this GPU (requires SM 89), set --kv-cache-dtype auto", "arch_unsupported"),
+    # not an argument check's exception type
+    ("TypeError: __init__() got an unexpected keyword argument 'use_cache'", "other"),
+])
+def test_the_refusal_idiom_needs_a_setting_and_an_argument_checks_exception(line, category):
+    d = diagnose.classify(line, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+
+
+@pytest.mark.parametrize("text", [
+    "NET/IB : Got completion from peer 10.0.0.2<45123> with error 12, opcode 0, len 0, vendor err 129 (Recv)",
+    "terminate called after throwing an instance of 'std::runtime_error'\n  what():  IB device mlx5_3 not found for rank 5",
+    "[rank0]:[E1209 02:28:15.281862353 ProcessGroupNCCL.cpp:2057] [PG ID 0 PG GUID 0 Rank 0] Process group watchdog "
+    "thread terminated with exception: CUDA error: unspecified launch failure",
+    "RuntimeError: Failed: CUDA error /opt/DeepEP/csrc/deep_ep.cpp:310 'invalid argument'",
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, internal error",
+])
+def test_the_fabric_and_communication_libraries_say_nccl_comm(text):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "nccl_comm"), d.render()
+
+
+def test_a_cpp_exception_is_summarised_with_its_type_and_message():
+    d = diagnose.classify("terminate called after throwing an instance of 'std::out_of_range'\n"
+                          "  what():  IB transport out of range: 3 >= 1", CATALOG)
+    assert d.summary == "C++ exception std::out_of_range: IB transport out of range: 3 >= 1", d.render()
+
+
+def test_a_compute_kernel_of_a_communication_library_is_not_communication():
+    # DeepEP's layout kernel or its token-count assertion failing is no communication failure
+    for text in ("RuntimeError: Failed: CUDA error /root/DeepEP/csrc/kernels/layout.cu:138 'unknown error'",
+                 "RuntimeError: Failed: Assertion error /w/DeepEP/csrc/deep_ep.cpp:1134 'x.size(0) <= num_max_dispatch_tokens_per_rank'"):
+        d = diagnose.classify(text, CATALOG)
+        assert (d.verdict, d.category) == ("failed", "other"), d.render()
+
+
+@pytest.mark.parametrize("line", [
+    "AssertionError: cutlass_gemm_enums.h not found",
+    "RuntimeError: header 'trtllm/gen/KernelParams.cuh' is missing",
+])
+def test_a_missing_header_is_a_jit_build_failure(line):
+    d = diagnose.classify(line, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "flashinfer_jit"), d.render()
+
+
+_TGI = "2024-05-01T01:19:{:02d}.000000Z  INFO shard-manager: text_generation_launcher: {}"
+
+
+def test_a_tgi_shard_ready_is_not_a_ready_server():
+    one_shard = "\n".join([_TGI.format(1, "Waiting for shard to be ready... rank=0"),
+                           _TGI.format(9, "Shard ready in 18.01s rank=0")])
+    d = diagnose.classify(one_shard, CATALOG)
+    assert d.verdict == "incomplete" and "shard became ready" in d.summary, d.render()
+    router = one_shard + "\n2024-05-01T01:19:12.485234Z  INFO text_generation_router::server: router/src/server.rs:2477: Connected"
+    assert diagnose.classify(router, CATALOG).verdict == "clean"
+
+
+def test_shards_left_waiting_after_another_became_ready_are_a_hang():
+    lines = [_TGI.format(1, "Waiting for shard to be ready... rank=1"), _TGI.format(2, "Shard ready in 189.03s rank=0")]
+    lines += [_TGI.format(s, "Waiting for shard to be ready... rank=1") for s in (12, 22, 32)]
+    d = diagnose.classify("\n".join(lines), CATALOG)
+    assert (d.verdict, d.category) == ("failed", "startup_hang"), d.render()
+    assert "rank 1 kept waiting 30 s" in d.summary
+    # a rank only a few seconds behind is slow, not stuck
+    slow = [_TGI.format(2, "Shard ready in 18.00s rank=0"), _TGI.format(3, "Waiting for shard to be ready... rank=1"),
+            _TGI.format(5, "Waiting for shard to be ready... rank=1")]
+    assert diagnose.classify("\n".join(slow), CATALOG).verdict == "incomplete"
+
+
+def test_vocabulary_names_a_failure_no_rule_knows():
+    d = diagnose.classify("RuntimeError: all_gather over the NVLink domain returned garbage on rank 3", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "nccl_comm"), d.render()
+    # an error nothing explains, struck in the middle of a CUDA-graph capture
+    d = diagnose.classify("Capturing CUDA graphs (decode, FULL):  40%|████      | 14/35 [00:01<00:01, 11.7it/s]\n"
+                          "RuntimeError: CUDA error: an illegal memory access was encountered", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "cuda_graph_capture"), d.render()
+    # one word is not enough
+    d = diagnose.classify("RuntimeError: the allocator returned an unaligned pointer", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+
+
+# --- for real: SGLang without the NVIDIA driver library --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from pytest_glmstack import models
+
+    return models.ensure("builtin:tiny-llama", tmp_path_factory.mktemp("models"))
+
+
+def test_real_server_without_libcuda_is_the_known_issue(tiny_model, tmp_path):
+    """The CPU stack's server started with an LD_LIBRARY_PATH that lacks the no-device driver
+    stub: sgl_kernel cannot load libcuda.so.1 and the server dies at import, in seconds."""
+    import os
+    import socket
+
+    import yaml
+    import cpustack
+    from pytest_glmstack import stack_env
+
+    if importlib.util.find_spec("sglang") is None:
+        pytest.skip("sglang is not installed")
+    defaults = yaml.safe_load(cpustack.MATRIX.read_text())["defaults"]
+    env = dict(os.environ, **{k: str(v) for k, v in defaults.get("env", {}).items()})
+    stub = stack_env.stub_dir(sys.executable)
+    parts = [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep)
+             if p and "nocuda" not in p and (stub is None or Path(p).resolve() != stub.resolve())]
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(parts)
+    probe = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libcuda.so.1')"], env=env,
+                           capture_output=True)
+    if probe.returncode == 0:
+        pytest.skip("a real NVIDIA driver library loads on this machine")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(tiny_model),
+            *[str(a) for a in defaults["args"]], "--host", "127.0.0.1", "--port", str(port)]
+    r = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    log = tmp_path / "server.log"
+    log.write_text(r.stdout)
+    assert r.returncode != 0, r.stdout[-3000:]
+    d = diagnose.classify(r.stdout, CATALOG, exit_code=r.returncode)
+    assert d.failed and d.known_issue is not None, d.render()
+    assert d.known_issue.id == "nvidia-driver-library-missing", d.render()
+    assert "libcuda.so.1" in d.summary and "\n" not in d.summary and "NVIDIA driver library" in d.summary
+    assert d.origin.startswith("sgl_kernel/"), d.render()
+    w = " ".join(d.known_issue.workaround.split())
+    assert "NVIDIA driver" in w and "lib/nocuda/libcuda.so.1" in w and "scripts/bootstrap-cpu.sh" in w
+    assert "workaround:" in d.render()
+    out = json.loads(subprocess.run([sys.executable, "-m", "pytest_glmstack", "diagnose", str(log), "--json"],
+                                    capture_output=True, text=True).stdout)
+    assert out["known_issue"] == "nvidia-driver-library-missing" and "libcuda.so.1" in out["summary"]
