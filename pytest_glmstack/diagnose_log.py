@@ -1,0 +1,467 @@
+"""A server log as diagnose reads it: lines with their prefixes off and level noted, the start-up
+phases it reached, the exceptions in it (chained, with or without a traceback header) and the
+frame they came from. Pure text; used by :mod:`pytest_glmstack.diagnose`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+
+from .errors import GlmstackError
+
+# A failed bind is fatal wherever it stands in the log (see classify).
+_BIND_FAILED = r"\[Errno 98\] (?:error while attempting to bind|Address already in use)"
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    line: int
+    func: str
+
+    @property
+    def short(self) -> str:
+        return f"{short_path(self.path)}:{self.func}"
+
+
+def short_path(path: str) -> str:
+    """'/x/lib/python3.11/site-packages/flashinfer/jit/cpp_ext.py' -> 'flashinfer/jit/cpp_ext.py'."""
+    p = path.replace("\\", "/")
+    for marker in ("site-packages/", "dist-packages/", "<site>/"):
+        if marker in p:
+            return p.rsplit(marker, 1)[1]
+    m = re.search(r"/lib/python3\.\d+/(.*)$", p)
+    if m:
+        return m.group(1)
+    ms = list(re.finditer(r"/(?=(?:sglang|vllm|flashinfer|sgl_kernel|tensorrt_llm|deep_ep|text_generation_server|"
+                          r"transformers|triton|torch)/[^/]+)", p))
+    if ms:  # a source checkout: '/sgl-workspace/sglang/python/sglang/srt/x.py' -> 'sglang/srt/x.py'
+        return p[ms[-1].end():]
+    return "/".join(p.split("/")[-2:]) if p.count("/") > 2 else p
+
+
+def _is_torch_machinery(path: str) -> bool:
+    s = short_path(path)
+    return s.startswith(("torch/", "torch\\")) or "/torch/_dynamo/" in path
+
+
+_STDLIB_RE = re.compile(r"/lib/python3\.\d+/(?!site-packages|dist-packages)|^<frozen |^python3\.\d+/(?!site-packages)")
+
+
+def _is_stdlib(path: str) -> bool:
+    s = short_path(path)
+    if "site-packages" in path or "dist-packages" in path or "<site>" in path:
+        return False
+    return (bool(_STDLIB_RE.search(path)) or s in ("subprocess.py", "threading.py", "runpy.py")
+            or s.startswith(("concurrent/", "multiprocessing/", "asyncio/", "ctypes/", "importlib/")))
+
+
+# --- log lines: prefixes off, level noted -----------------------------------------------------
+
+_LEVEL_WORDS = {"TRACE": 0, "DEBUG": 0, "D": 0, "INFO": 1, "I": 1, "V": 0, "WARN": 2, "WARNING": 2, "W": 2,
+                "ERROR": 3, "E": 3, "CRITICAL": 3, "FATAL": 3, "F": 3}
+_LVL = r"(?P<lvl>TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+# Prefixes of the log formats users paste, stripped repeatedly from the front of a line.
+_PREFIXES = [re.compile(p) for p in (
+    r"^[A-Za-z][\w.-]*?-\d+\s+\|\s?",  # docker compose: 'vllm-1  | '
+    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s*(?:\|\s?)?",  # ISO / loguru timestamps
+    r"^-?\s*" + _LVL + r"\s*-\s+(?:[\w.]+:\d+\s+-\s+)?",  # python logging: '- INFO - ', 'ERROR   - x.py:12 - '
+    r"^\([^()]*?pid=\d+\)\s?",  # vLLM / Ray: '(EngineCore_DP0 pid=123) '
+    r"^\[rank\d+\]:\s?",  # torchrun: '[rank0]: '
+    r"^\[(?P<lvl>[IWEF])\s?\d{3,4} [\d:.]+ [^\]]*\]\s?",  # c10d: '[W208 00:55:32.444 socket.cpp:487] '
+    r"^\[(?P<lvl>[IWEF]) [\w.]+:\d+\]\s?",  # '[E ProcessGroupNCCL.cpp:828] '
+    r"^(?P<lvl>[IWEFV])\d{4} [\d:.]+\s+\d+ [\w/.<>-]+:\d+\]\s?(?:\[[\d/]+\]\s?)?",  # glog: 'W1110 17:56:13.3 77 f.py:1550] [0/8] '
+    r"^" + _LVL + r" \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]+:\d+\])\s?",  # vLLM: 'ERROR 10-25 13:08:43 [core.py:708] '
+    r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\]\s?",  # SGLang: '[2025-04-14 15:27:35 TP0] '
+    r"^" + _LVL + r":?\s+(?:[a-z][\w-]*[-_][\w-]*: |[\w.-]+\.py:\d+[:\]]? )?",  # 'WARNING x.py:16: ', 'INFO shard-manager: ', 'INFO:     '
+    r"^(?:[a-z][\w-]*: )?text_generation_[\w:]+: (?:[\w/.]+\.rs:\d+: )?",  # TGI targets
+    r"^\[TensorRT-LLM\](?:\[(?P<lvl>[A-Z]+)\])?\s?",
+    r"^(?P<lvl>E)\s{2,}(?=\S)",  # pytest failure lines
+    r"^[\w.-]+:\d+:\d+ \[\d+\]\s(?=\S)",  # NCCL: 'host:pid:tid [dev] '
+    r"^\[\d+\]\s(?=[\w/.]+\.(?:cc|h):\d+ NCCL|NCCL)",  # NCCL: '[0] misc/socket.cc:71 NCCL WARN'
+)]
+
+
+_GLUED = re.compile(r"\n|(?<=\S)(?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\] )")
+
+
+@dataclass
+class _Line:
+    raw: str
+    body: str
+    level: int  # -1 unknown, 0 debug, 1 info, 2 warning, 3 error
+
+
+def _split(text: str) -> list[_Line]:
+    out = []
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        # tqdm bars are redrawn with '\r'; a record written after one lands on the bar's line.
+        for part in _GLUED.split(raw.replace("\r", "\n")) if ("\r" in raw or _GLUED.search(raw)) else (raw,):
+            body, level = part.rstrip(), -1
+            for _ in range(8):
+                for rx in _PREFIXES:
+                    m = rx.match(body)
+                    if m and m.end() > 0:
+                        lv = m.groupdict().get("lvl")
+                        if lv:
+                            level = max(level, _LEVEL_WORDS.get(lv.upper(), -1))
+                        body = body[m.end():]
+                        break
+                else:
+                    break
+            out.append(_Line(part.rstrip(), body, level))
+    return out
+
+
+_FRAME_RE = re.compile(r'^\s*(?:[-|]\s*)?File "([^"]+)", line (\d+)(?:, in (\S+))?')
+_TB_START = "Traceback (most recent call last)"
+_CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
+_CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
+_EXC_NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Unsupported|Failure|Failed|LimitHit|Timeout)"
+             r"|Exception|Error|Unsupported)")
+_EXC_RE = re.compile(r"^\s{0,12}(?:[-*]\s+)?(?P<name>" + _EXC_NAME + r")(?::\s?(?P<msg>.*)|\s*$)")
+_WARNING_EXC = re.compile(r"Warning\b")
+_CARET = re.compile(r"^\s*[\^~]+\s*$")
+
+# Health: the server was ready, served, or a benchmark/test run finished.
+_HEALTH = re.compile("|".join((
+    r"The server is fired up and ready to roll",
+    r"Application startup complete",
+    r"Uvicorn running on",
+    r"Route: /\S+, Methods:",
+    r"init engine \(profile, create kv cache, warmup model\) took",
+    # TGI: the router's lines, not a shard's "Shard ready" (the other shards may never be ready)
+    r"^Connected\s*$", r"Invalid hostname, defaulting to 0\.0\.0\.0",
+    r"\b(?:Decode|Prefill) batch\b.*#running-req",
+    r'"(?:POST|GET) /\S* HTTP/\d(?:\.\d)?" 200\b',
+    r"Avg prompt throughput: ",
+    r"PERFORMANCE OVERVIEW|Serving Benchmark Result|Successful requests:|Request [Tt]hroughput|Output token throughput|Benchmark duration",
+    r"\.\.\. (?:passed|ok)\s*$|\b\d+ passed\b|All tests passed|Avg bus bandwidth",
+    r"Starting vLLM API server|Setting max batch total tokens|^Throughput: [\d.]+ requests/s|Generated text: ",
+)))
+
+# Failure evidence, whatever the line's level.
+_FAIL = re.compile("|".join((
+    r"Traceback \(most recent call last\)",
+    r"\bhit an exception\b", r"Received sigquit", r"scheduler is dead", r"child process \S* ?(?:crashed|died|exited unexpectedly)",
+    r"^\s*Failed: ", r"\bCUDA error\b", r"\bCuda (?:error|failure)\b", r"\bcudaError(?!Success)\w+", r"\bCUDA_ERROR_\w+",
+    r"\bCUBLAS_STATUS_(?!SUCCESS)\w+", r"\bCheck failed\b", r"\bASSERT(?:ION)? FAILED\b", r"\bAssertion\b.*\bfailed\b",
+    r"terminate called after throwing", r"Segmentation fault", r"core dumped", r"Fatal Python error",
+    r"\bNCCL WARN\b", r"NCCL error\b", r"\bnccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage|InvalidArgument|RemoteError)\b",
+    r"DistBackendError", r"\bGot completion from peer\b.*\b(?:status=[1-9]|error [1-9])|\bvendor err \d+",
+    r"^\s*what\(\):\s+\S",  # the message of a C++ exception, after 'terminate called after throwing'
+    r"Process group watchdog thread terminated",
+    r"Watchdog caught collective operation timeout", r"\bibv_\w+ failed\b", r"qp creation failed", r"non-zero status: \d+",
+    r"\bNVSHMEM\b.*\b(?:ERROR|error|failed)\b", r"DeepEP error",
+    r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
+    r"\bptxas\b.*\b(?:error|fatal)\b",
+    r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+ \[-h\]",
+    r"No available memory for the cache blocks", r"larger than the maximum number of tokens that can be stored in KV cache",
+    r"profiled value -\d", r"\bNot enough memory\b", r"CUDA out of memory", r"\bOutOfMemoryError\b",
+    r"Cannot allocate memory|can't allocate memory",
+    r"is not compatible with the current PyTorch installation", r"no kernel image is available",
+    r"Shard \d+ failed", r"ShardCannotStart", r"Engine core initialization failed", r"Worker failed with error",
+    r"^Original exception:", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace", r"^\s*from user code:\s*$",
+    _BIND_FAILED, r"errno: 98", r"Address already in use",
+    r"[Ww]atchdog timeout", r"timed out after \d+", r"DistStoreError", r"^Killed\s*$", r"Bus error|Illegal instruction",
+)))
+# Failure evidence only on lines that are not INFO/WARNING records (a warning that something
+# "failed" is often survived; a bare line or an ERROR record saying so is not).
+_FAIL_WEAK = re.compile("|".join((
+    r"^(?:Error|FATAL|Fatal error|Failed)\b", r"\bfailed with error\b", r"^Error in function '", r"Max retries reached",
+    r"Download failed", r"\bmust be provided\b",
+)))
+# Failures that are a state of the machine: fatal even when the start-up went on for a while.
+_CONDITION = re.compile(r"is not compatible with the current PyTorch installation")
+# A weak failure line the program says it recovered from ("Using fallback ...").
+_FALLBACK = re.compile(r"fall(?:ing)? ?back|[Uu]sing (?:the )?(?:fallback|default)|retry(?:ing)?|ignor(?:e|ing)|skipp?(?:ing)?\b|"
+                       r"will be disabled|instead\b|continu(?:e|ing) without", re.I)
+
+
+_BENIGN = re.compile("|".join((
+    r"Ignore import error when loading",
+    r"\b(?:Future|Deprecation|User|Runtime|Resource|FastAPIDeprecation|Pending\w*)Warning\b",
+    r"\bis deprecated\b",
+    r"\[__graph_breaks\]|\[__recompiles\]",
+    r"[Ii]f you are running out of memory",
+    r"destroy_process_group\(\) was not called",
+    r"^\s*warnings\.warn\(",
+    r"server_args=",
+)))
+
+
+def _is_benign(line: str) -> bool:
+    return bool(_BENIGN.search(line))
+
+
+# --- phases: how far the start-up got --------------------------------------------------------
+
+_BAR = re.compile(r"(?P<pct>\d+)%\|[^|]*\|\s*(?P<i>\d+)/(?P<n>\d+)")
+
+
+def _bar(rest: str):
+    m = _BAR.search(rest[:200])
+    return (int(m["i"]), int(m["n"]), int(m["pct"])) if m else None
+
+
+def _ph_vllm_capture(m, rest):
+    what = [w.strip() for w in m["what"].split(",")]
+    kind, mode = (what[0], what[1]) if len(what) > 1 else (what[0], "")
+    name = f"{kind} CUDA-graph capture" + (f" ({mode})" if mode else "")
+    b = _bar(rest)
+    if b and b[0] == b[1]:
+        return f"after {name}"
+    if b:
+        return f"in {name} at {b[0]}/{b[1]}"
+    pct = re.match(r"\s*(\d+)%", rest)
+    return f"in {name}" + (f" at {pct.group(1)}%" if pct else "")
+
+
+def _ph_sgl_bar(label_in, label_after):
+    def f(m, rest):
+        b = _bar(rest)
+        if b and b[0] == b[1]:
+            return label_after
+        return label_in(m) + (f" ({b[0]}/{b[1]})" if b and "bs " not in label_in(m) and "num_tokens" not in label_in(m) else "")
+    return f
+
+
+def _ph_shards(m, rest):
+    b = _bar(rest) or (lambda x: (int(x["i"]), int(x["n"]), 0) if x else None)(
+        re.search(r"(?P<i>\d+)/(?P<n>\d+)", rest[:80]))
+    if b and b[0] == b[1]:
+        return "after loading weights"
+    return "while loading weights" + (f" (shard {b[0]}/{b[1]})" if b else "")
+
+
+# (stage, pattern, label): stage orders the start-up (None: anywhere); label is a format string
+# over the match's groups or a function of (match, rest of the line).
+_PHASE_SRC = (
+    (5, r"Capturing batches \(bs=(?P<bs>\d+)", _ph_sgl_bar(lambda m: f"in decode CUDA-graph capture at bs {m['bs']}",
+                                                            "after decode CUDA-graph capture")),
+    (5, r"Capturing num tokens \(num_tokens=(?P<n>\d+)", _ph_sgl_bar(lambda m: f"in prefill CUDA-graph capture at num_tokens {m['n']}",
+                                                                  "after prefill CUDA-graph capture")),
+    (5, r"Capturing batches \([^)]*\):", _ph_sgl_bar(lambda m: "in CUDA-graph capture", "after CUDA-graph capture")),
+    (5, r"Capturing CUDA graphs? \((?P<what>[^)]*)\):", _ph_vllm_capture),
+    (5, r"Capture (?:target )?(?P<ph>decode|prefill|draft\w*|target_verify|piecewise) (?P<dev>CUDA|CPU|cuda|cpu) graph begin",
+     lambda m, r: f"in {m['ph']} {m['dev'].upper()}-graph capture"),
+    (5, r"Capture (?:target )?(?P<ph>decode|prefill|draft\w*|target_verify|piecewise) (?P<dev>CUDA|CPU|cuda|cpu) graph end",
+     lambda m, r: f"after {m['ph']} {m['dev'].upper()}-graph capture"),
+    (5, r"Capture (?P<dev>cuda|cpu|CUDA|CPU) graph begin|Capturing the model for CUDA graphs|Capturing cudagraphs",
+     lambda m, r: "in CUDA-graph capture"),
+    (5, r"Capture (?:cuda|cpu|CUDA|CPU) graph end|Graph capturing finished", "after CUDA-graph capture"),
+    (5, r"Capturing CUDA graph shapes:", _ph_sgl_bar(lambda m: "in CUDA-graph capture", "after CUDA-graph capture")),
+    (4, r"Compiling num tokens \(num_tokens=(?P<n>\d+)", lambda m, r: f"in piecewise torch.compile at num_tokens {m['n']}"),
+    (4, r"torch\.compile takes [\d.]+ s in total", "after torch.compile"),
+    (4, r"Dynamo bytecode transform time|Compiling a graph for|Start compiling|Compiling the model", "in torch.compile"),
+    (None, r"flashinfer\.jit: ?Loading JIT ops: ?(?P<op>\S+)", lambda m, r: f"in a FlashInfer JIT build ({m['op'][:60]})"),
+    (None, r"flashinfer\.jit: ?Finished loading JIT ops", "after a FlashInfer JIT build"),
+    (None, r"DeepGEMM warmup", lambda m, r: "in DeepGEMM warm-up" + (lambda b: f" ({b[0]}/{b[1]})" if b else "")(_bar(r))),
+    (3, r"KV Cache is allocated|Memory pool end|GPU KV cache size|Available KV cache memory|max_total_num_tokens=|# GPU blocks|"
+        r"Maximum concurrency for|Memory profiling results", "after KV-cache allocation"),
+    (2, r"Shard ready in [\d.]+\w* rank=(?P<rank>\d+)", "after a shard became ready (rank {rank}), before the router connected"),
+    (2, r"Loading safetensors checkpoint shards:|Loading pt checkpoint shards:|Multi-thread loading shards:", _ph_shards),
+    (2, r"Load weight end|Loading model weights took|Model loading took|Loading weights took", "after loading weights"),
+    (2, r"Load weight begin|Loading (?:model )?weights|Loading model from scratch|weight_scale|Starting shard|Starting to load model|"
+        r"Waiting for shard to be ready|Building TRT-LLM engine|Loading Model:", "while loading weights"),
+    (2, r"Downloading (?:shards|model|weights)|Fetching \d+ files|Starting check and download|Download file:", "while downloading the model"),
+    (1, r"Init torch distributed ends", "after NCCL init"),
+    (1, r"NCCL INFO|ncclCommInit|Init torch distributed|init_torch_distributed|pynccl|using nccl|backend=nccl|"
+        r"distributed_init_method|Custom allreduce|custom_all_reduce|NVSHMEM|Init parallel", "in NCCL init"),
+    (6, r"Started server process|Waiting for application startup|Start of (?:co-locate )?warm ?up|_execute_server_warmup|"
+        r"Warming up model",
+     "in server start-up (API server up, not yet ready)"),
+    (None, r"Waiting for \d+ core engine proc", "waiting for the engine core to start"),
+    (0, r"server_args=|TensorRT-LLM version|TensorRT-LLM\] TensorRT-LLM version|\bRank\d+ run |run mgmn|vLLM API server version|"
+        r"Initializing an? (?:V1 )?LLM engine|Automatically detected platform|"
+        r"Starting vLLM|non-default args|\bArgs \{|mpi_rank:|launch_server|sglang serve|trtllm-serve|text-generation-launcher",
+     "at launch, before loading the model"),
+)
+_PHASES = [(stage, re.compile(p), label) for stage, p, label in _PHASE_SRC]
+
+
+def _phase_of(body: str) -> tuple[int | None, str] | None:
+    for stage, rx, label in _PHASES:
+        ms = list(rx.finditer(body))
+        if not ms:
+            continue
+        m = ms[-1]
+        rest = body[m.end():]
+        text = label(m, rest) if callable(label) else label.format(**m.groupdict())
+        return stage, text
+    return None
+
+
+# --- exceptions -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Exc:
+    idx: int  # line of the exception (or of the last frame, for a traceback cut short)
+    name: str | None  # None: the traceback was cut before its exception line
+    msg: str
+    cont: list[str]  # the message's further lines
+    frames: list[Frame]
+    user_frames: list[Frame]
+    link: str | None  # 'cause'/'context': how the previous exception led to this one
+    end: int  # first line after the record
+    raise_src: str = ""  # the source line(s) under the innermost frame: the raise statement
+
+    @property
+    def head(self) -> str:
+        if self.name is None:
+            return ""
+        return f"{self.name}: {self.msg}".strip().rstrip(":") if self.name else self.msg.strip()
+
+    @property
+    def nested(self) -> str | None:
+        """The first exception quoted inside the message ('Error details from previous import
+        attempts', 'Original exception'), when the message itself says little."""
+        for c in self.cont:
+            m = _EXC_RE.match(c)
+            if m and m["msg"] and not _WARNING_EXC.search(m["name"]):
+                return f"{m['name']}: {m['msg']}".strip()
+        return None
+
+
+def _exceptions(lines: list[_Line], code: set[int]) -> list[_Exc]:
+    out: list[_Exc] = []
+    frames: list[Frame] = []
+    last_frame = -1
+    link = None
+    n = len(lines)
+    i = 0
+
+    def raise_src():
+        return "\n".join(lines[j].body.strip() for j in range(last_frame + 1, min(n, last_frame + 7)) if j in code)
+
+    def cut(at):
+        nonlocal frames
+        if frames:
+            out.append(_Exc(last_frame, None, "", [], frames, [], link, at, raise_src()))
+            frames = []
+
+    while i < n:
+        b = lines[i].body
+        s = b.strip()
+        fm = _FRAME_RE.match(b)
+        if fm:
+            frames.append(Frame(fm.group(1), int(fm.group(2)), fm.group(3) or "?"))
+            last_frame = i
+            i += 1
+            continue
+        if _TB_START in b:
+            cut(i)
+            i += 1
+            continue
+        if _CHAIN_CAUSE in b or _CHAIN_CONTEXT in b:
+            cut(i)
+            link = "cause" if _CHAIN_CAUSE in b else "context"
+            i += 1
+            continue
+        origin_exc = s == "Original exception:"
+        em = None if (i in code or origin_exc) else _EXC_RE.match(b)
+        if origin_exc:
+            j = i + 1
+            while j < n and not lines[j].body.strip():
+                j += 1
+            if j < n:
+                em = re.match(r"^\s*(?P<name>)(?P<msg>.+)$", lines[j].body)
+                i = j
+        if em and not _WARNING_EXC.search(em["name"] or "") and not _is_benign(lines[i].raw):
+            name, msg = em["name"], (em["msg"] or "").strip()
+            cont: list[str] = []
+            user: list[Frame] = []
+            j = i + 1
+            blanks = 0
+            in_user = False
+            while j < n and j - i <= 40:
+                cb = lines[j].body
+                cs = cb.strip()
+                if _TB_START in cb or _CHAIN_CAUSE in cb or _CHAIN_CONTEXT in cb:
+                    break
+                if cs == "from user code:":
+                    in_user = True
+                    cont.append(cs)
+                    j += 1
+                    continue
+                um = _FRAME_RE.match(cb)
+                if um:
+                    if not in_user:
+                        break
+                    user.append(Frame(um.group(1), int(um.group(2)), um.group(3) or "?"))
+                    j += 1
+                    continue
+                if not cs:
+                    blanks += 1
+                    if blanks >= 2 or (msg and not in_user and j + 1 < n and _new_record(lines[j + 1], lines[i])):
+                        break
+                    j += 1
+                    continue
+                blanks = 0
+                if not in_user and cont and _new_record(lines[j], lines[i]):
+                    break
+                cont.append(cs)
+                j += 1
+            out.append(_Exc(i, name, msg, cont[:30], frames, user, link, j, raise_src() if frames else ""))
+            frames = []
+            link = None
+            i = j
+            continue
+        i += 1
+    cut(n)
+    return out
+
+
+def _prefix(line: _Line) -> str:
+    p = line.raw[: max(0, len(line.raw) - len(line.body))] if line.raw.endswith(line.body) else line.raw
+    return re.sub(r"\d+", "0", p).strip()
+
+
+def _new_record(line: _Line, exc_line: _Line) -> bool:
+    """Whether a line opens a new log record (a prefix unlike the exception line's), not a
+    further line of the exception's message (vLLM and docker prefix every line alike)."""
+    p = _prefix(line)
+    return bool(p) and bool(line.body.strip()) and p != _prefix(exc_line)
+
+
+# --- origin -----------------------------------------------------------------------------------
+
+
+def _pkg(path: str) -> str:
+    return short_path(path).split("/", 1)[0]
+
+
+def _origin(frames: list[Frame], compiled: bool) -> tuple[str | None, str | None, str | None]:
+    """(origin, caller, raised_at) from frames, outermost first.
+
+    origin: the innermost frame of library code (not torch, not the standard library), or of
+    torch when no other library code is on the stack;
+    caller: the outermost frame outside torch's machinery of a compiled region (the code that
+    was being compiled), or for a plain traceback the nearest frame of another package.
+    """
+    if not frames:
+        return None, None, None
+    raised_at = frames[-1].short
+    nonstd = [f for f in frames if not _is_stdlib(f.path)]
+    libs = [f for f in nonstd if not _is_torch_machinery(f.path)]
+    origin = libs[-1].short if libs else nonstd[-1].short if nonstd else raised_at
+    caller = None
+    if libs:
+        if compiled:
+            caller = libs[0].short
+        else:
+            own = _pkg(libs[-1].path)
+            other = [f for f in libs if _pkg(f.path) != own]
+            caller = other[-1].short if other else None
+    return origin, caller if caller != origin else None, raised_at
+
+
+
+
+

@@ -1,0 +1,387 @@
+"""What diagnose weighs: the evidence of health and failure, the rules and word families that
+name a category, and the one-line summaries. Pure text; used by :mod:`pytest_glmstack.diagnose`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+
+from .diagnose_log import _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
+
+
+# --- evidence ---------------------------------------------------------------------------------
+
+
+
+
+def _recovered(lines, k) -> bool:
+    nxt = [ln.body for ln in lines[k: k + 4] if ln.body.strip()][:3]
+    return any(_FALLBACK.search(b) for b in nxt)
+
+
+# Evidence of a hang that only counts when the log makes no progress after it.
+_HANG_NOTE = re.compile(r"No available shared memory broadcast block found in \d+ seconds")
+# --- categories -------------------------------------------------------------------------------
+
+# Ordered: the first rule whose pattern is found wins. A category may have several rules.
+_RULE_SRC = (
+    ("bad_flag", r"error: unrecognized arguments|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
+                 r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
+                 r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
+    ("port_in_use", r"address already in use|\[Errno 98\]|errno: 98\b|port \d+ is (?:already )?in use|port is not available"),
+    ("dynamo_unsupported", r"torch\._dynamo\.exc\.Unsupported|^\s*Unsupported[: ]\s*\S|\bUnsupported: |Attempted to call function marked as skipped|"
+                           r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
+    # errors that only happen while a CUDA graph is being captured
+    ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|operation not permitted when stream is capturing|stream is capturing|"
+                           r"uncaptured work|during (?:CUDA )?graph capture|during capture|capture stream|"
+                           r"Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure|"
+                           r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten"),
+    ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
+                     r"recompile_limit|cache_size_limit|torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
+    # Dynamo's footer and user-code listing without a named exception: most often a graph break
+    ("dynamo_unsupported", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace|^\s*from user code:\s*$"),
+    ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
+    ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
+            r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
+            r"max_total_num_tokens.*(?:too small|<=? ?0)|larger than the maximum number of tokens that can be stored in KV cache|"
+            r"Cannot allocate memory|can't allocate memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
+            r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$"),
+    ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
+                  r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
+                  r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"
+                  r"DistNetworkError|\bgloo\b"),
+    ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|"
+                         r"not supported on (?:this|the current|your) (?:GPU|device|architecture|arch)|unsupported (?:GPU |CUDA )?arch|"
+                         r"Unsupported architecture|architecture (?:is )?not supported|"
+                         r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
+                         r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
+                         r"requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)|"
+                         r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_ARCH_MISMATCH|"
+                         r"does not support \.target|ptxas\b.*(?:not supported|error|fatal)|Feature '[^']*' (?:is )?not supported|"
+                         r"PTXASError|--gpu-name=sm_\w+.*non-zero exit status|"
+                         r"not (?:implemented|supported) for (?:Blackwell|Hopper|Ampere|Ada|Turing|Volta|sm_?\d+)|"
+                         r"expects arch|but got Arch\.sm|kernels? (?:is |are )?not (?:found|available) for (?:this|the current) (?:GPU|device|arch)|"
+                         r"(?:supported|requires?|needs?)\b[^.\n]{0,40}\bcompute capability|(?:GPU|device) does not support|"
+                         r"only supports? (?:\w+ )?(?:GPUs?|Ampere|Hopper|Blackwell|Ada|Turing|sm_?\d+)|"
+                         r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu"),
+    ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
+                       r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
+                       r"fatal error: [\w./-]+\.h: No such file|compilation terminated|error: command '[^']*' failed|nvcc fatal|"
+                       r"Could not find nvcc|nvcc: not found|CUDA_HOME environment variable is not set|invalid ELF header|"
+                       r"requires CUDA >= ?[\d.]+|cubin_loader|Download failed|Error building extension|"
+                       # a header the build needs is missing, however it is reported
+                       r"\b[\w/.-]+\.(?:h|hh|hpp|cuh)\b['\"`]?:? (?:not found|is missing|missing|No such file)"),
+    # weaker communication vocabulary: the fabric (InfiniBand/RDMA, NCCL's IB transport), the
+    # c10d watchdog that reports a collective's CUDA error, a CUDA error raised by the host code of
+    # a communication library (not by one of its compute kernels under kernels/)
+    ("nccl_comm", r"\bIB (?:transport|device|port|HCA|NIC)s?\b|InfiniBand|\bRDMA\b|\bibverbs\b|\bNET/IB\w*\b|"
+                  r"Got completion from peer|\bvendor err \d+|Process group watchdog|"
+                  r"(?:CUDA error|Cuda failure):? (?![^\s']*/kernels/)[^\s']*(?:DeepEP|deep_ep|mscclpp|nvshmem|/nccl)"),
+    # wrappers SGLang prints around a failed capture: only when nothing more specific is found
+    ("cuda_graph_capture", r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed|"
+                           r"graph capture|cudagraph|capture_end"),
+    ("startup_hang", r"[Ww]atchdog timeout|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
+                     r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock|\bTimeoutError\b"),
+)
+_RULES: list[tuple[str, re.Pattern]] = [
+    (c, re.compile(p, re.MULTILINE | (0 if c.startswith("dynamo") else re.IGNORECASE))) for c, p in _RULE_SRC
+]
+_CAPTURE_WRAPPER = re.compile(r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed", re.I)
+# Exceptions and lines that only say that something else failed: never the cause.
+_WRAPPER = re.compile(
+    r"Engine core initialization failed|Engine process failed to start|See (?:the )?(?:stack trace|root cause) above|"
+    r"ShardCannotStart|Shard \d+ failed to start|hit an exception|ChildFailedError|^(?:\w+\.)*SystemExit\b|KeyboardInterrupt|"
+    r"Initialization failed\. warmup error|Error when initializing model|Received sigquit|scheduler is dead|"
+    r"got fatal signal from worker|Got fatal signal|Worker proc \S+ died|Exception in \w+:?$|"
+    r"^Error: \w+$|Some NCCL operations have failed or timed out|we are taking the entire process down|"
+    r"encountered an error\.?$|Shard complete standard error output", re.I)
+# Wrappers that quote the cause: the quoted text is classified (and reported) first.
+_INNER = [re.compile(p) for p in (
+    r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed:?\s*(?P<inner>.+)",
+    r"Piecewise CUDA Graph failed with error:?\s*(?P<inner>.+)",
+    r"Worker failed with error '(?P<inner>.+)'",
+    r"failed with error: (?P<inner>.+)",
+)]
+_CAPTURE_FRAME = re.compile(r"capture_(?:cuda|cpu|decode|prefill)_graph|(?:cuda|cpu)_graph_runner|piecewise_cuda_graph|"
+                            r"init_cuda_graphs|capture_one_batch_size|capture_model|^capture(?:_end|_begin)?$|torch/cuda/graphs\.py")
+_NCCL_FRAME = re.compile(r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|pynccl|ncclComm\w*|"
+                         r"ncclGetUniqueId|custom_all_reduce|init_process_group|mscclpp|nvshmem")
+_ARGS_CODE = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)|vllm/engine/arg_utils\.py|vllm/config|"
+                        r"tensorrt_llm/llmapi/llm_args\.py|text_generation_server/cli\.py")
+# A refused combination of settings, in the words argument checks use, when the exception's frames
+# (server_args, arg_utils, config) are not in the excerpt: a refusal idiom and, near it, the name of
+# a setting (a --flag, a server argument's snake_case name, an "attention backend" or the like).
+_REFUSAL_EXC = re.compile(r"(?:^|\.)(?:ValueError|AssertionError|NotImplementedError|\w*(?:Config|Argument|Validation)Error)$")
+_REFUSAL = re.compile(
+    r"\bis not supported (?:with|when|together|in combination|for (?:this|the) (?:configuration|combination))|"
+    r"\b(?:is|are) only supported (?:with|when|for|if|in)\b|\bonly supports?\b|\bmust (?:be|not be|have|match)\b|"
+    r"\bcan(?:not|'t|not be) (?:be )?(?:used|enabled|combined|set|specified)\b|\brequires?\b|\b(?:not |in)compatible with\b|"
+    r"\bdoes not support (?:the |this )?(?:\w+ )?(?:configuration|combination|option|mode|setting)|"
+    r"\byou (?:have )?(?:explicitly )?(?:specified|set|passed|chose)\b|\bbut got\b|\bmutually exclusive\b|"
+    r"\bplease (?:set|use|specify|pass|remove|disable|enable)\b|\binvalid (?:value|choice|option|combination|setting)s?\b|"
+    r"\bnot a valid\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b", re.I)
+_SETTING = re.compile(
+    r"(?<![\w-])--[a-z][\w-]+|"
+    r"\b(?:attention|attn|moe|sampling|all2all|a2a|quantization|kv[-_ ]cache|load|speculative|spec|lora|grammar|"
+    r"tool[-_ ]call|reasoning|prefill|decode|cuda[-_ ]graph|compilation|distributed[-_]executor)[-_ ]?"
+    r"(?:backend|format|method|dtype|algorithm|parser|runner|mode|level)s?\b|"
+    r"\b(?:[tdpec]p|tensor[-_]parallel|pipeline[-_]parallel|data[-_]parallel|expert[-_]parallel)[-_]size\b|"
+    r"\bnum[-_]shards?\b|\bmax[-_](?:model[-_]len|num[-_]seqs|num[-_]batched[-_]tokens|running[-_]requests|total[-_]tokens|"
+    r"input[-_](?:length|tokens)|batch[-_]\w+|prefill[-_]tokens)\b|\bcontext[-_]length\b|\bchunked[-_]prefill\w*|"
+    r"\benforce[-_]eager\b|\bmem[-_]fraction\w*|\bgpu[-_]memory[-_]utilization\b|\bkv[-_]cache[-_]dtype\b|"
+    r"\b(?:enable|disable)[-_][a-z][\w-]+|\bdeterministic (?:inference|mode)\b|\btrust[-_]remote[-_]code\b|"
+    r"\bdeployment configuration\b|\bserved[-_]model[-_]name\b|\b(?:tensor|pipeline|data|expert) parallel(?:ism)?\b")
+
+
+def _refused_setting(exc) -> bool:
+    """Whether an exception reads like an argument check refusing a combination of settings."""
+    if exc is None or not exc.name or not _REFUSAL_EXC.search(exc.name):
+        return False
+    text = " ".join([exc.msg] + exc.cont[:3])
+    for m in _REFUSAL.finditer(text):
+        near = text[max(0, m.start() - 160): m.end() + 160]
+        if _SETTING.search(near):
+            return True
+    return False
+
+
+def _rule(text: str) -> tuple[str | None, str | None]:
+    """(category, the line that matched) of the first rule found in ``text``."""
+    if not text:
+        return None, None
+    for cat, pat in _RULES:
+        m = pat.search(text)
+        if m:
+            s = text.rfind("\n", 0, m.start()) + 1
+            e = text.find("\n", m.end())
+            return cat, text[s: e if e >= 0 else None].strip()
+    return None, None
+
+
+# Vocabularies of the categories: the last resort when no rule above names the failure. Each
+# entry is one word family; a text scores a category once per family found in it. DeepEP's name
+# counts half: its failures are as often a compute kernel's (a layout kernel, a token-count
+# assertion: "other") as its communication's.
+_VOCAB_SRC = {
+    "nccl_comm": (r"\bNCCL\b|\bnccl[A-Z_]\w*|\bpynccl\b", r"NVSHMEM|nvshmem", (r"\bDeepEP\b|\bdeep_ep\b", 0.5), r"MSCCL|mscclpp",
+                  r"\ball[-_ ]?reduce|\ball[-_ ]?gather|\breduce[-_ ]scatter|\ball[-_ ]?to[-_ ]?all\b|\ball2all\b",
+                  r"\bP2P\b|\bpeer[- ](?:access|mapping|to[- ]peer)|\bIPC (?:handle|memory)|cudaIpc\w*",
+                  r"InfiniBand|\bIB\b|\bRDMA\b|\bibv_\w+|ibverbs|\bmlx5", r"\bcollective\b|[Pp]rocess ?[Gg]roup|\bc10d\b|\bgloo\b",
+                  r"\bNVLink\b|\bNVLS\b|\bMNNVL\b"),
+    "flashinfer_jit": (r"\bJIT\b|\bjit\b|\w_jit\b|\bjit_\w", r"\bninja\b", r"\bnvcc\b|\bnvrtc\w*|\bcicc\b|\bg\+\+|\bgcc\b",
+                       r"cpp_extension|load_inline|[Bb]uilding extension",
+                       r"(?<![\w.])(?!Compile with .TORCH_USE_CUDA_DSA)[Cc]ompil(?:e|ing|ation|er)s?\b(?! with .TORCH_USE_CUDA_DSA)",
+                       r"\b[\w-]+\.(?:h|cuh|hpp)\b|\bheaders?\b", r"\bcubins?\b"),
+    "cuda_graph_capture": (r"\bcaptur(?:e|es|ing|ed)\b", r"\bcuda ?graphs?\b|\bcudagraphs?\b|\bCUDAGraph\w*", r"\bgraph replay\b|\breplay\(\)"),
+    "oom": (r"out of memory|\bOOM\b", r"\bKV[ _-]?cache\b|\bkv_cache\b", r"\ballocat(?:e|es|ed|ion|or)\b",
+            r"\bmem(?:ory)?[-_ ](?:fraction|utilization|pool|usage)|gpu_memory_utilization|mem_fraction"),
+    "arch_unsupported": (r"\bsm_?\d{2,3}[af]?\b|\bSM ?\d{2,3}[af]?\b", r"compute capability", r"kernel image|\bno binary for\b",
+                         r"(?<![\w.])arch(?:itecture)?s?\b(?!\.)"),
+    "dynamo_other": (r"\b_?dynamo\b|Dynamo", r"\b_?inductor\b|Inductor", r"torch\.compile|\btorch_compile\b|compile_wrapper",
+                     r"\bFX graph\b|\bfx graph\b|\bgraph break"),
+    "startup_hang": (r"\btimed? ?out\b|\btimeout\b", r"\bhang(?:s|ing)?\b|\bhung\b|\bstuck\b|\bdeadlock", r"\bwaiting for\b"),
+}
+_VOCAB = {c: [(re.compile(p[0] if isinstance(p, tuple) else p, re.I if c != "flashinfer_jit" else 0),
+                 p[1] if isinstance(p, tuple) else 1.0) for p in ps] for c, ps in _VOCAB_SRC.items()}
+# Package paths of frames and the category whose machinery they are.
+_FRAME_VOCAB = (
+    ("nccl_comm", re.compile(r"(?:^|/)(?:nccl|mscclpp|nvshmem|pynccl\w*|custom_all_reduce\w*|"
+                             r"distributed_c10d|device_communicators)(?:/|\.py|$)|torch/distributed/")),
+    ("flashinfer_jit", re.compile(r"flashinfer/jit/|deep_gemm/jit|torch/utils/cpp_extension|triton/(?:runtime/build|backends/nvidia/compiler)")),
+    ("dynamo_other", re.compile(r"torch/_(?:dynamo|inductor)/")),
+    ("cuda_graph_capture", re.compile(r"cuda_graph_runner|cpu_graph_runner|piecewise_cuda_graph|torch/cuda/graphs\.py|cudagraph")),
+)
+# The start-up phase a failure struck in (still in it, not after it), the category of its
+# machinery and the weight: a failure nothing else explains that struck in the middle of a
+# CUDA-graph capture is a capture failure (as SGLang's capture wrapper says when it is there).
+_PHASE_VOCAB = (("cuda_graph_capture", re.compile(r"^in .*(?:CUDA|CPU)-graph capture"), 4.0),
+                ("nccl_comm", re.compile(r"^in NCCL init"), 1.5), ("flashinfer_jit", re.compile(r"^in a FlashInfer JIT build"), 1.5),
+                ("dynamo_other", re.compile(r"^in (?:piecewise )?torch\.compile"), 1.5))
+
+
+def _vocabulary(units: list[tuple[float, str]], frames: list[Frame], phase: str | None) -> dict[str, float]:
+    """Scores of the categories: for each (weight, text) unit the weight times the number of a
+    category's word families found in it; frames by their package paths; the failing phase."""
+    score: dict[str, float] = {}
+    for w, text in units:
+        if not text:
+            continue
+        for cat, rxs in _VOCAB.items():
+            hits = sum(f for rx, f in rxs if rx.search(text))
+            if hits:
+                score[cat] = score.get(cat, 0.0) + w * hits
+    paths = [short_path(f.path.replace("\\", "/")) for f in frames]
+    for cat, rx in _FRAME_VOCAB:
+        if any(rx.search(p) for p in paths):
+            score[cat] = score.get(cat, 0.0) + 2.0
+    for cat, rx, w in _PHASE_VOCAB:
+        if phase and rx.search(phase):
+            score[cat] = score.get(cat, 0.0) + w
+    return score
+
+
+def _vocabulary_category(score: dict[str, float]) -> str | None:
+    """The category whose vocabulary clearly dominates, if one does."""
+    ranked = sorted(score.items(), key=lambda kv: -kv[1])
+    if not ranked or ranked[0][1] < _VOCAB_MIN:
+        return None
+    if len(ranked) > 1 and ranked[0][1] < _VOCAB_LEAD * ranked[1][1]:
+        return None
+    return ranked[0][0]
+
+
+_VOCAB_MIN = 4.0  # more than one word family in the causal line alone
+_VOCAB_LEAD = 1.5
+
+
+# --- summaries --------------------------------------------------------------------------------
+
+_LIBS = {
+    "libcuda.so": "the NVIDIA driver library", "libnvidia-ml.so": "NVML, part of the NVIDIA driver",
+    "libcudart.so": "the CUDA runtime", "libnccl.so": "NCCL", "libcublas.so": "cuBLAS", "libcublasLt.so": "cuBLASLt",
+    "libcudnn.so": "cuDNN", "libnvrtc.so": "NVRTC, CUDA's runtime compiler", "libcusparse.so": "cuSPARSE",
+    "libnvshmem_host.so": "NVSHMEM", "libibverbs.so": "the InfiniBand verbs library",
+}
+
+
+def _rephrase(text: str) -> str:
+    """A cause in words where the raw message names it badly."""
+    m = re.search(r"Command '\['(\S*ptxas)'.*?--gpu-name=(sm_\w+).*returned non-zero exit status (\d+)", text)
+    if m:
+        who = "Triton's ptxas" if "triton" in m.group(1) else "ptxas"
+        return f"{who} could not assemble a kernel for {m.group(2)} (exit status {m.group(3)})"
+    m = re.search(r"Command '\['ninja'(.*?)\]' returned non-zero exit status (\d+)", text)
+    if m:
+        mod = re.search(r"cached_ops/(\w+)/build\.ninja", m.group(1))
+        fi = "FlashInfer's " if "flashinfer" in m.group(1) else ""
+        what = f"{fi}JIT build of the {mod.group(1)} module" if mod else f"{fi}JIT build of a kernel module"
+        return f"{what} failed (ninja exit status {m.group(2)})"
+    if text.strip() == "Killed":
+        return "the process was killed (SIGKILL), most likely by the kernel's OOM killer"
+    m = re.search(r"(lib[\w+.-]*?\.so(?:\.[\d.]+)?): cannot open shared object file(?:: (.*))?", text)
+    if m:
+        lib = m.group(1)
+        what = next((v for k, v in _LIBS.items() if lib.startswith(k)), None)
+        return f"{lib}{f' ({what})' if what else ''} cannot be loaded: cannot open shared object file" + (
+            f": {m.group(2)}" if m.group(2) else "")
+    return text
+
+
+def _clean_summary(s: str) -> str:
+    s = " ".join(s.split())
+    return s[:300]
+
+
+_BUILD_HEAD = re.compile(r"Ninja build failed|Command '\['ninja'|CalledProcessError.*\bninja\b")
+_DIAG = re.compile(r"nvcc fatal\s*:.*|fatal error:.*|\S+:\d+:\d+: error: .*|ptxas fatal.*|(?<!\w)error\s*:.*")
+
+
+def _inner(text: str) -> str | None:
+    for rx in _INNER:
+        m = rx.search(text or "")
+        if m and len(m["inner"].strip()) > 3:
+            return m["inner"].strip()
+    return None
+
+
+def _exc_summary(exc: _Exc, lines: list[_Line], matched: str | None, from_head: bool) -> str:
+    head = exc.head
+    msg = exc.msg.strip()
+    nested = exc.nested
+    if nested and (not msg or len(msg) < 12 or re.search(r"Could not load|import attempts|see (?:above|below)", " ".join(exc.cont), re.I)):
+        # 'ImportError: ... Could not load any common_ops library ... Error details from previous
+        # import attempts: - ImportError: libcuda.so.1: cannot open ...': the nested cause is the news.
+        return _rephrase(nested)
+    inner = _inner(head)
+    if inner:
+        return _rephrase(inner) + (" (during CUDA-graph capture)" if _CAPTURE_WRAPPER.search(head) else "")
+    if not msg:
+        more = next((c for c in exc.cont if c and c != "from user code:"), None)
+        if more:
+            return _rephrase(f"{exc.name}: {more}")
+        # 'AssertionError' alone: say which assertion, from the frame's source line.
+        where = _origin(exc.frames, False)[0]
+        src = exc.raise_src.splitlines()[0] if exc.raise_src else None
+        if src:
+            return f"{exc.name} at {where}: {src}" if where else f"{exc.name}: {src}"
+        return f"{exc.name} raised" + (f" in {where}" if where else "") + " (no message)"
+    if _BUILD_HEAD.search(head):
+        # 'Ninja build failed' / CalledProcessError(['ninja', ...]): the compiler's own complaint
+        diag = next((m.group(0) for c in exc.cont + [ln.body for ln in lines[max(0, exc.idx - 60): exc.idx]]
+                     for m in [_DIAG.search(c)] if m), None)
+        if diag:
+            return f"JIT build failed (ninja): {' '.join(diag.split())}"
+    if exc.cont and re.search(r"[\w.]+:\d+\s*$", msg):
+        # 'Failed: CUDA error .../deep_ep.cpp:200' with the CUDA message on the next line
+        return _rephrase(f"{head} {exc.cont[0]}")
+    if matched and not from_head and matched not in head:
+        # a generic head ('Internal Triton PTX codegen error') whose message names the cause
+        return _rephrase(f"{head}: {matched}")
+    return _rephrase(head)
+
+
+def _evidence_summary(lines, body_at, matched, ev, live, truncated, frame_at, origin, raised_at) -> str:
+    """One line for a failure without a Python exception line of its own."""
+    if matched and re.search(r"Set TORCHDYNAMO_VERBOSE|from user code", matched) and origin:
+        src = truncated.raise_src.splitlines()[0] if truncated is not None and truncated.raise_src else ""
+        return f"torch.compile (Dynamo) failed in user code at {origin}" + (f": {src}" if src else "") + \
+            "; the exception line is cut off"
+    if matched and matched.startswith("what():"):
+        # a C++ exception: "terminate called after throwing an instance of 'T'" then "what(): msg"
+        typ = next((m.group(1) for k in ev for m in [re.search(r"throwing an instance of '([^']+)'", body_at(k))] if m), None)
+        msg = matched[len("what():"):].strip()
+        return f"C++ exception {typ}: {msg}" if typ else f"C++ exception: {msg}"
+    if matched and re.match(r"\[\d+/\d+\] ", matched):
+        return "a JIT build step failed (ninja): " + matched[:160]
+    if matched:
+        inner = _inner(matched)
+        if inner:
+            return _rephrase(inner) + (" (during CUDA-graph capture)" if _CAPTURE_WRAPPER.search(matched) else "")
+        if not _WRAPPER.search(matched) and not _FRAME_RE.match(matched):
+            return _rephrase(matched)
+    plain = [k for k in ev if not _WRAPPER.search(body_at(k)) and _TB_START not in body_at(k)]
+    if truncated is not None and not plain:
+        tb = next((k for k in live if _TB_START in body_at(k)), None)
+        header = re.sub(r":?\s*Traceback \(most recent call last\):?", "", body_at(tb) if tb is not None else "").strip(" :")
+        if not header:
+            # "ERROR ... Error when initializing model" printed above a bare "Traceback" line
+            header = next((body_at(k).strip() for k in reversed(ev) if (tb is None or k < tb) and
+                           _WRAPPER.search(body_at(k))), "")
+        header = re.sub(r":?\s*Traceback \(most recent call last\):?", "", header).strip(" :")
+        src = truncated.raise_src.splitlines()[0] if truncated.raise_src else ""
+        if src.startswith("raise "):
+            where = f"at `{src}` in {raised_at}"
+        else:
+            where = f"in {origin}" if origin else ""
+        return (f"{header}; the traceback is cut off before its exception line {where}" if header else
+                f"a traceback cut off before its exception line {where}").strip()
+    cands = [k for k in ev if not _WRAPPER.search(body_at(k))] or ev or live
+    pick = next((k for k in cands if not frame_at[k]), cands[0] if cands else None)
+    return _rephrase(body_at(pick).strip()) if pick is not None else "the server failed"
+
+
+def _frame_category(exc: _Exc) -> str | None:
+    frames = exc.frames
+    if not frames:
+        return None
+    paths = [f.path.replace("\\", "/") for f in frames]
+    if any(re.search(r"flashinfer/jit/|deep_gemm/jit|torch/utils/cpp_extension\.py", p) for p in paths):
+        return "flashinfer_jit"
+    exc_name = (exc.name or "").split(".")[-1]
+    if exc_name in ("AssertionError", "ValueError") and _ARGS_CODE.search(paths[-1]):
+        return "bad_flag"  # ServerArgs refusing a combination of flags argparse accepted one by one
+    if exc_name == "JSONDecodeError" and any(_ARGS_CODE.search(p) for p in paths):
+        return "bad_flag"  # a JSON-valued flag that is not JSON
+    if re.search(r"torch/_(?:dynamo|inductor|functorch)/", paths[-1]):
+        return "dynamo_other"  # raised inside torch.compile's own machinery
+    names = [f.func for f in frames + exc.user_frames] + [short_path(p) for p in paths]
+    if any(_CAPTURE_FRAME.search(x) for x in names):
+        return "cuda_graph_capture"
+    if any(_NCCL_FRAME.search(x) for x in names):
+        return "nccl_comm"
+    return None
