@@ -19,15 +19,12 @@ The verdict comes from evidence, never from the absence of it:
 The category is decided by the causal failure: in a chain of exceptions the first one (the cause,
 printed first) wins over the wrappers printed after it.
 """
+
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Iterable
-
-import yaml
 
 from .diagnose_catalog import CATEGORIES, CatalogError, KnownIssue, load_catalog  # noqa: F401 (the API)
 from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_WEAK,

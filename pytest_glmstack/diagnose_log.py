@@ -5,12 +5,8 @@ frame they came from. Pure text; used by :mod:`pytest_glmstack.diagnose`."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Iterable
+from dataclasses import dataclass
 
-import yaml
 
 from .errors import GlmstackError
 
@@ -460,8 +456,5 @@ def _origin(frames: list[Frame], compiled: bool) -> tuple[str | None, str | None
             other = [f for f in libs if _pkg(f.path) != own]
             caller = other[-1].short if other else None
     return origin, caller if caller != origin else None, raised_at
-
-
-
 
 

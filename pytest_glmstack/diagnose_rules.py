@@ -4,19 +4,13 @@ name a category, and the one-line summaries. Pure text; used by :mod:`pytest_glm
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Iterable
+from dataclasses import dataclass
 
-import yaml
 
 from .diagnose_log import _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
 
 # --- evidence ---------------------------------------------------------------------------------
-
-
 
 
 def _recovered(lines, k) -> bool:
