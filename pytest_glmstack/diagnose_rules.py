@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-
 from .diagnose_log import _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
 
