@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import GlmstackError
 
 # A failed bind is fatal wherever it stands in the log (see classify).
 _BIND_FAILED = r"\[Errno 98\] (?:error while attempting to bind|Address already in use)"

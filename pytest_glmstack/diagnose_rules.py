@@ -4,7 +4,6 @@ name a category, and the one-line summaries. Pure text; used by :mod:`pytest_glm
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .diagnose_log import _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
