@@ -5,7 +5,7 @@
    ledger says how many tokens it streamed over which span. Reported: measured tok/s over the
    ledger's tok/s, per concurrency.
 2. False alarms: a real SGLang CPU-engine server, unchanged, measured again and again at
-   concurrency 4 (median of 2) with the load of matrix/cpu-tiny.yaml's baseline and with a
+   concurrency 4 (median of 3) with the load of matrix/cpu-tiny.yaml's baseline and with a
    longer one, interleaved. Every ordered pair of measurements is an (old, new) comparison; a
    false alarm is a pair the gate would call regressed at a given tolerance. Reported per
    tolerance and load, with the spread seen.
@@ -42,8 +42,11 @@ PACE = (0.02, 0.05)  # seconds between tokens, seconds to the first token
 # (concurrency, prompts): the same concurrency with a longer run shows the fixed start-up cost.
 ACCURACY_CASES = ((1, 16), (4, 16), (16, 64), (16, 256))
 # The load of matrix/cpu-tiny.yaml's baseline (a run of well under a second at c4) and a longer one.
-LOADS = {"short (cpu-tiny matrix)": bench.Load(input_len=32, output_len=16, prompts=16, warmup=2, repeats=2),
-         "long": bench.Load(input_len=32, output_len=32, prompts=96, warmup=2, repeats=2)}
+# No time window (min_seconds=0): each repeat sends exactly its prompts, as before windows existed.
+LOADS = {"short (cpu-tiny matrix)": bench.Load(input_len=32, output_len=16, prompts=16, warmup=2, repeats=3,
+                                              min_seconds=0, min_output_tokens=0),
+         "long": bench.Load(input_len=32, output_len=32, prompts=96, warmup=2, repeats=3, min_seconds=0,
+                            min_output_tokens=0)}
 TOLERANCES = (0.05, 0.10, 0.20, 0.30)
 REPEATS = int(os.environ.get("GLMSTACK_BENCH_REPEATS", "8"))
 
@@ -56,10 +59,12 @@ def accuracy(model: str) -> list[dict]:
         proc.stdout.readline()  # its ready line
         rows = []
         for c, prompts in ACCURACY_CASES:
-            load = bench.Load(input_len=32, output_len=64, prompts=prompts, warmup=2, repeats=1)
+            load = bench.Load(input_len=32, output_len=64, prompts=prompts, warmup=2, repeats=1, min_seconds=0,
+                              min_output_tokens=0)
             httpx.get(f"http://127.0.0.1:{lock.port}/ledger")  # clear
-            run = bench.run_once(sys.executable, "127.0.0.1", lock.port, "paced", model, load, c)
-            ledger = sorted(httpx.get(f"http://127.0.0.1:{lock.port}/ledger").json())[load.warmup:]
+            run = bench.run_once(sys.executable, "127.0.0.1", lock.port, "paced", model, load, c,
+                                 env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            ledger = sorted(httpx.get(f"http://127.0.0.1:{lock.port}/ledger").json())[load.warmup_prompts(c):]
             span = max(e for _, e, _ in ledger) - min(s for s, _, _ in ledger)
             truth = sum(n for *_, n in ledger) / span
             rows.append({"concurrency": c, "prompts": prompts, "measured_tok_s": run.output_throughput, "ledger_tok_s": truth,
@@ -105,7 +110,7 @@ def report(r: dict) -> str:
     for row in r["accuracy"]:
         lines.append(f"{row['concurrency']:>11}  {row['measured_tok_s']:>14.1f}  {row['ledger_tok_s']:>12.1f}  "
                      f"{row['ratio']:>15.3f}  {row['bench_duration_s']:>7.2f}  {row['ledger_span_s']:>8.2f}")
-    lines += ["", f"false alarms: one unchanged real CPU server, concurrency 4, median of 2, "
+    lines += ["", f"false alarms: one unchanged real CPU server, concurrency 4, median of 3, "
                   f"{REPEATS} measurements per load (interleaved); every ordered pair is an (old, new) comparison"]
     names = list(r["gate"])
     for name in names:

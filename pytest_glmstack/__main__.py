@@ -1,6 +1,6 @@
 """Command line: ``python -m pytest_glmstack`` (also the ``glmstack`` script).
 
-    diagnose LOGFILE [--json]     what went wrong in a server log (exit 0 clean, 1 failed, 2 unusable)
+    diagnose LOGFILE [--json]     what went wrong in a server log (exit 0 clean, 1 failed, 2 unusable, 3 incomplete)
     probe [NAME ...] [--json]     run stack probes in fresh processes (exit 1 when any is dirty)
     compare OLD NEW               the diff table of two results files (exit 1 on regressions)
     calibrate [PATH ...] [--write] throughput floors proposed from saved runs (written in place with --write)
@@ -57,7 +57,7 @@ def cmd_diagnose(args) -> int:
         print(json.dumps(d.to_dict(), indent=2))
     else:
         print(d.render())
-    return 1 if d.failed else 0
+    return 1 if d.failed else 3 if d.verdict == "incomplete" else 0
 
 
 def _settings(**given):
@@ -77,7 +77,7 @@ def _entries(paths, settings=None):
 
     settings = settings or _settings()
     if paths:
-        patterns, base = paths, Path.cwd()
+        patterns, base = paths, Path(".")
     else:  # the ini's glmstack_matrix, else matrix/ beside it
         patterns, base = (settings.matrix or ("matrix",)), settings.matrix_base
     try:

@@ -17,10 +17,14 @@ from . import results
 from .fingerprint import gpu_summary
 from .matrix import Entry
 from .report import columns
+from .errors import GlmstackError
 
 
-class CalibrateError(Exception):
+class CalibrateError(GlmstackError):
     pass
+
+
+LOOSE = 5  # a floor more than this many times below the measured median is reported
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,20 @@ class Proposal:
         if self.current and self.proposed is not None:
             return self.proposed / self.current - 1
         return None
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.figures) if self.figures else None
+
+    def warnings(self) -> list[str]:
+        """A floor that lies more than LOOSE times below the measured median cannot fail."""
+        out = []
+        med = self.median
+        for what, floor in (("the floor", self.current), ("the proposed floor", self.proposed)):
+            if med and floor is not None and floor * LOOSE < med:
+                out.append(f"{self.entry.id} at concurrency {self.concurrency}: {what} {floor:g} lies "
+                           f"{med / floor:.0f}x below the measured median {med:.1f} tok/s: this floor cannot fail")
+        return out
 
 
 def machine_of(data: dict) -> str:
@@ -115,7 +133,8 @@ def table(proposals: list[Proposal], machine: str | None) -> list[str]:
                      str(len(p.figures)), "-" if med is None else f"{med:.1f}",
                      "-" if p.proposed is None else f"{p.proposed:g}",
                      p.note or ("-" if p.change is None else f"{p.change:+.0%}")))
-    return [f"history measured on: {machine or 'no saved runs'}"] + columns(rows)
+    warnings = [f"warning: {w}" for p in proposals for w in p.warnings()]
+    return [f"history measured on: {machine or 'no saved runs'}"] + columns(rows) + warnings
 
 
 def write(proposals: list[Proposal]) -> list[str]:
