@@ -104,7 +104,12 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     assert plot.read_bytes()[:4] == b"\x89PNG"
     first.stdout.fnmatch_lines([f"glmstack: throughput plot {plot}"])
     # A baseline that claims ten times the concurrency-2 figure: only that test regresses.
-    data["entries"]["tp/base"]["throughput"]["2"]["median"] *= 10
+    cell = data["entries"]["tp/base"]["throughput"]["2"]
+    cell["median"] *= 10
+    # Every repeat too: the compare decides on all of them, not on the median alone.
+    cell["repeats"] = [x * 10 for x in cell["repeats"]]
+    for run in cell.get("runs") or []:
+        run["output_throughput"] *= 10
     (pytester.path / "doctored.json").write_text(json.dumps(data))
     # A wide tolerance: the shared machine's run-to-run noise must not fail the untouched c1 level.
     second = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "-p", "no:cacheprovider", "-rA",
