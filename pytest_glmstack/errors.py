@@ -10,7 +10,7 @@ class GlmstackError(Exception):
     """Base of every deliberate pytest-glmstack error."""
 
 
-class OptionError(GlmstackError):
+class OptionError(GlmstackError, ValueError):
     """A command-line option or ini key has a value it cannot take."""
 
 

@@ -226,7 +226,9 @@ def _slurm_step(entry: Entry, settings: Settings, result: Launch):
     from . import slurm
 
     if settings.slurm is None:
-        raise LaunchError("start", "the slurm launcher has no allocation to run in")
+        raise LaunchError("start", f"entry {entry.id} starts through Slurm (launcher: slurm) but this launch has no "
+                                   f"allocation provider; run it under pytest (--glmstack-launcher slurm) or pass "
+                                   f"launcher.Settings(slurm=...)")
     alloc = settings.slurm(entry.nodes)
     if len(alloc.nodes) < entry.nodes:
         raise LaunchError("start", f"entry {entry.id} needs {entry.nodes} nodes; Slurm allocation {alloc.job_id} "

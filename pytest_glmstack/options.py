@@ -170,7 +170,7 @@ def parse_tolerance(raw: str) -> float:
         raise OptionError(f"expected throughput:N% (e.g. throughput:5%), got {raw!r}") from None
     value = value / 100 if pct else value
     if not 0 <= value < 1:
-        raise OptionError(f"the tolerance must be between 0% and 100%, got {raw!r}")
+        raise OptionError(f"expected throughput:N% with N from 0 to below 100 (e.g. throughput:5%), got {raw!r}")
     return value
 
 

@@ -53,3 +53,15 @@ def stop(procs: list[psutil.Process], grace: float) -> tuple[int, int, list]:
             pass
     _, still = psutil.wait_procs(left, timeout=5)
     return len(gone), len(left), [p for p in still if alive(p)]
+
+
+def listens_on(procs: list[psutil.Process], port: int) -> bool:
+    """Whether one of ``procs`` has a TCP socket listening on ``port``."""
+    for p in procs:
+        try:
+            if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+                   for c in p.net_connections(kind="tcp")):
+                return True
+        except (psutil.Error, OSError):
+            continue
+    return False

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -59,14 +58,6 @@ def load(name_or_path: str, results_dir: Path) -> dict:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or "entries" not in data:
         raise ResultsError(f"{p}: not a glmstack results file (schema {SCHEMA} expected)")
     return data
-
-
-def parse_tolerance(text: str) -> float:
-    """'throughput:5%' -> 0.05."""
-    m = re.fullmatch(r"\s*throughput\s*:\s*(\d+(?:\.\d+)?)\s*%\s*", text or "")
-    if not m:
-        raise ValueError(f"expected throughput:N% (e.g. throughput:5%), got {text!r}")
-    return float(m.group(1)) / 100
 
 
 @dataclass(frozen=True)

@@ -294,14 +294,7 @@ class Server:
             tree += tree[0].children(recursive=True)
         except psutil.Error:
             return False
-        for p in tree:
-            try:
-                for c in p.net_connections(kind="tcp"):
-                    if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port:
-                        return True
-            except (psutil.Error, OSError):
-                continue
-        return False
+        return process.listens_on(tree, self.port)
 
     def processes(self) -> list[psutil.Process]:
         """Every live process of this server: its tree and anything carrying its marker."""

@@ -298,19 +298,12 @@ class SlurmLauncher:
         """Whether what answered on the server's port is this step. Where its processes run on
         this machine, one of them must listen there (another server may hold a stale port);
         on another node there is nothing to look at, and the step's rank 0 is taken as it."""
-        import psutil
-
         tasks = self.processes(server)
         if not tasks:
             return self.step_id is not None  # the step runs elsewhere
-        for p in tasks:
-            try:
-                for c in p.net_connections(kind="tcp"):
-                    if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == server.port:
-                        return True
-            except (psutil.Error, OSError):
-                continue
-        return False
+        from . import process
+
+        return process.listens_on(tasks, server.port)
 
     def ranks_up(self) -> dict[int, bool]:
         """Per rank: whether its own log shows its part of the server up (rank 0: the ready

@@ -43,10 +43,12 @@ def test_new_failures_and_fixed_are_called_out():
 
 
 def test_tolerance_parsing():
-    assert results.parse_tolerance("throughput:5%") == 0.05
-    assert results.parse_tolerance(" throughput: 12.5 % ") == 0.125
+    from pytest_glmstack.options import parse_tolerance
+
+    assert parse_tolerance("throughput:5%") == 0.05
+    assert parse_tolerance(" throughput: 12.5 % ") == 0.125
     with pytest.raises(ValueError, match="expected throughput:N%"):
-        results.parse_tolerance("5")
+        parse_tolerance("5")
 
 
 def test_cli_compare(tmp_path):
