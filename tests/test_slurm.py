@@ -335,15 +335,25 @@ def test_ctrl_c_during_launch_cancels_the_step(allocation, tmp_path):
         child.close()
 
 
+def _wait_guard(owner: int, timeout: float = 15) -> list[psutil.Process]:
+    """The guard of ``owner``; a loaded machine may show it still forked but not yet exec'd."""
+    t0 = time.monotonic()
+    while True:
+        guards = [p for p in psutil.process_iter(["cmdline"])
+                  if (p.info["cmdline"] or [])[-3:-1] == ["guard", str(owner)]]
+        if guards or time.monotonic() - t0 > timeout:
+            assert len(guards) == 1, f"no single Slurm guard for the launching process {owner}: {guards}"
+            return guards
+        time.sleep(0.1)
+
+
 def test_killed_pytest_leaves_the_guard_to_cancel_the_step(allocation, tmp_path):
     """SIGKILL to the launching process, its srun and its reaper at once: only the guard is left
     to notice, and it cancels the step (the server's tasks keep running otherwise)."""
     child = Child(allocation, tmp_path)
     try:
         _, step, srun_pid, reaper_pid = child.wait_for("STEP")
-        guards = [p for p in psutil.process_iter(["cmdline"])
-                  if (p.info["cmdline"] or [])[-3:-1] == ["guard", str(child.proc.pid)]]
-        assert len(guards) == 1, "no Slurm guard for the launching process"
+        guards = _wait_guard(child.proc.pid)
         tree = _wait_server_started(child, step)
         for pid in (int(reaper_pid), int(srun_pid)):
             try:
