@@ -213,6 +213,28 @@ def cmd_kill_orphans(args) -> int:
     return 0
 
 
+def cmd_bisect(args) -> int:
+    from . import commands
+    from .errors import BisectError
+
+    def say(line, report=False):
+        print(line if report else f"glmstack bisect: {line}", flush=True)
+
+    extra = {}
+    for spec in args.group or ():
+        name, _, pkgs = spec.partition("=")
+        if not name or not pkgs:
+            return _unusable(f"bisect: --group {spec!r}: expected NAME=PACKAGE,PACKAGE")
+        extra[name] = [p for p in pkgs.split(",") if p]
+    try:
+        return commands.bisect(args.good, args.bad, args.pytest_args, Path(args.cache), say, probes=args.probe,
+                               json_path=Path(args.json) if args.json else None, in_stack=args.in_stack,
+                               timeout=args.timeout, max_size=args.max_size, max_runs=args.max_runs,
+                               ignore_pins=args.ignore_pins, extra_groups=extra)
+    except BisectError as e:
+        return _unusable(f"bisect: {e}")
+
+
 def main(argv=None) -> int:
     import signal
 
@@ -257,6 +279,27 @@ def main(argv=None) -> int:
     cal.set_defaults(fn=cmd_calibrate)
     k = sub.add_parser("kill-orphans", help="stop servers left behind by earlier runs")
     k.set_defaults(fn=cmd_kill_orphans)
+    b = sub.add_parser("bisect", help="find the package group whose upgrade flips a test verdict",
+                       description="Bisect a test verdict between two environments, one package group at a time: "
+                                   "glmstack bisect --good OLD/bin/python --bad NEW/bin/python -- PYTEST ARGS")
+    b.add_argument("--good", required=True, metavar="PYTHON", help="the interpreter of the stack where it passes")
+    b.add_argument("--bad", required=True, metavar="PYTHON", help="the interpreter of the stack where it fails")
+    b.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS",
+                   help="the pytest selection, run as `python -m pytest ARGS --glmstack-python ENV`")
+    b.add_argument("--probe", action="append", metavar="NAME",
+                   help="judge stack probes instead of a pytest selection (repeatable; dirty = failed)")
+    b.add_argument("--json", metavar="PATH", help="write the report, with every environment's fingerprint, as JSON")
+    b.add_argument("--cache", default=".glmstack/bisect",
+                   help="where hybrid environments are kept, by content hash (default .glmstack/bisect)")
+    b.add_argument("--max-size", type=int, default=3, help="largest combination of groups tried (default 3)")
+    b.add_argument("--max-runs", type=int, default=64, help="most hybrid runs per direction (default 64)")
+    b.add_argument("--ignore-pins", action="store_true",
+                   help="run combinations pip would refuse because of version pins (marked 'outside pins')")
+    b.add_argument("--in-stack", action="store_true",
+                   help="run each environment's own pytest (for tests that import the stack themselves)")
+    b.add_argument("--group", action="append", metavar="NAME=PKG,PKG", help="move these packages together")
+    b.add_argument("--timeout", type=float, default=3600.0, help="seconds per run (default 3600)")
+    b.set_defaults(fn=cmd_bisect)
     args = p.parse_args(argv)
     return args.fn(args)
 

@@ -1,5 +1,6 @@
 """The actions that print and stop instead of running tests, shared by ``pytest --glmstack-plan``
-/ ``--glmstack-calibrate`` and the ``glmstack plan`` / ``calibrate`` subcommands."""
+/ ``--glmstack-calibrate`` / ``--glmstack-bisect`` and the ``glmstack plan`` / ``calibrate`` /
+``bisect`` subcommands."""
 
 from __future__ import annotations
 
@@ -45,6 +46,36 @@ def calibrate_lines(session, entries=None) -> list[str]:
     return lines
 
 
+def bisect(good: str, bad: str, pytest_args, cache_dir: Path, say, *, probes=(), json_path: Path | None = None,
+           in_stack: bool = False, timeout: float = 3600.0, max_size: int = 3, max_runs: int = 64,
+           ignore_pins: bool = False, extra_groups: dict | None = None) -> int:
+    """Bisect between two interpreters; progress and the report go to ``say`` (a line each).
+    Returns 0 when the flipping groups were found, 1 when not; raises BisectError on bad input
+    (after writing it to ``json_path``)."""
+    import json
+    import time
+
+    from . import bisect as b
+
+    cache = b.EnvCache(Path(cache_dir), say)
+    try:
+        selection = b.Selection(list(pytest_args), probes or (), in_stack=in_stack, timeout=timeout,
+                                log_dir=Path(cache_dir) / "logs" / time.strftime("%Y%m%dT%H%M%S"))
+        cache.sweep()
+        report = b.run_bisect(good, bad, selection, cache, say=say, max_size=max_size, max_runs=max_runs,
+                              ignore_pins=ignore_pins, extra_groups=extra_groups or {})
+    except b.BisectError as e:
+        if json_path:
+            Path(json_path).write_text(json.dumps({"error": str(e), "good": good, "bad": bad}, indent=2) + "\n")
+        raise
+    for line in b.render(report):
+        say(line, report=True)
+    if json_path:
+        Path(json_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        say(f"report written to {json_path}")
+    return 0 if report.found else 1
+
+
 def _shown(path: Path) -> str:
     """A path as the user would write it here: relative to the working directory when inside it."""
     try:
@@ -53,4 +84,4 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-__all__ = ["plan_lines", "calibrate_lines", "GlmstackError"]
+__all__ = ["plan_lines", "calibrate_lines", "bisect", "GlmstackError"]

@@ -21,3 +21,11 @@ class CheckFailed(GlmstackError):
     def __init__(self, message: str, record=None):
         super().__init__(message)
         self.record = record
+
+
+class BisectError(GlmstackError):
+    """Bad input to a bisection (exit status 2): the message names what was checked."""
+
+
+class BuildError(GlmstackError):
+    """A hybrid environment of a bisection could not be built or did not verify."""

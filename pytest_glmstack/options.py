@@ -56,6 +56,10 @@ SLURM_TIME_HELP = "time limit of the allocation the plugin requests (salloc --ti
 SLURM_ACCOUNT_HELP = "account of the allocation the plugin requests (salloc --account)"
 SLURM_ARG_HELP = "more options for salloc and srun, e.g. --gpus-per-node=8 or --exclusive"
 SLURM_GRANT_TIMEOUT_HELP = "seconds to wait for the requested allocation before giving up (and cancelling it)"
+BISECT_HELP = ("bisect this run's selection between GOOD_PYTHON (the stack where it passes) and --glmstack-python "
+               "(where it fails; default: the one running pytest): name the package group whose versions flip "
+               "the verdict, both ways, and exit without running the tests here (as `glmstack bisect`)")
+BISECT_CACHE_HELP = "where --glmstack-bisect keeps its hybrid environments (by content hash) and run logs"
 PLAN_HELP = ("show every matrix entry with its command line, env, GPUs, expectations and whether it would run "
              "here, then exit without running anything")
 
@@ -63,7 +67,7 @@ PLAN_HELP = ("show every matrix entry with its command line, env, GPUs, expectat
 @dataclass(frozen=True)
 class Option:
     name: str  # --glmstack-NAME / glmstack_NAME
-    kind: str  # patterns, paths, path, string, number, count, tolerance, python, flag
+    kind: str  # patterns, paths, path, string, number, count, tolerance, python, other-python, flag
     default: Any
     help: str
     metavar: str = ""
@@ -78,7 +82,7 @@ class Option:
 
     @property
     def ini_type(self) -> str:
-        return {"patterns": "linelist", "paths": "linelist", "flag": "bool"}.get(self.kind, "string")
+        return {"patterns": "linelist", "paths": "linelist", "string-list": "linelist", "flag": "bool"}.get(self.kind, "string")
 
 
 OPTIONS = (
@@ -106,6 +110,8 @@ OPTIONS = (
     Option("slurm-account", "string", "", SLURM_ACCOUNT_HELP, "NAME"),
     Option("slurm-arg", "string-list", (), SLURM_ARG_HELP, "ARG"),
     Option("slurm-grant-timeout", "number", "600", SLURM_GRANT_TIMEOUT_HELP, "SECONDS"),
+    Option("bisect", "other-python", "", BISECT_HELP, "GOOD_PYTHON"),
+    Option("bisect-cache", "path", ".glmstack/bisect", BISECT_CACHE_HELP, "DIR"),
 )
 FLAGS = (
     Option("kill-orphans", "flag", False, KILL_ORPHANS_HELP),
@@ -118,7 +124,8 @@ BY_NAME = {o.name: o for o in OPTIONS + FLAGS}
 LAUNCHERS = ("local", "slurm")
 # Options whose value is a path: in the space form (--glmstack-X VALUE) pytest may take VALUE for
 # a test path while it picks its rootdir, before the plugin's options are known.
-PATH_OPTIONS = tuple(f"--glmstack-{o.name}" for o in OPTIONS if o.kind in ("patterns", "paths", "path", "python"))
+PATH_OPTIONS = tuple(f"--glmstack-{o.name}" for o in OPTIONS
+                     if o.kind in ("patterns", "paths", "path", "python", "other-python"))
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,8 @@ class Settings:
     slurm_account: str = ""
     slurm_arg: tuple[str, ...] = ()
     slurm_grant_timeout: float = 600.0
+    bisect: str = ""                 # the good stack's interpreter; "": no bisection
+    bisect_cache: Path | None = None
     kill_orphans: bool = False
     no_flag_check: bool = False
     calibrate: bool = False
@@ -210,6 +219,8 @@ def _value(opt: Option, raw: Any, base: Path) -> Any:
         return _path(raw, base) if raw else None
     if opt.kind == "python":
         return _python(raw, base)
+    if opt.kind == "other-python":  # not given: none (never the running interpreter)
+        return _python(raw, base) if raw else ""
     if opt.kind == "tolerance":
         return parse_tolerance(raw)
     try:
@@ -319,3 +330,17 @@ def space_form_problem(args: list[str], inipath: Path | None, invocation_dir: Pa
             return (f"{a} {args[i + 1]}: pytest took {args[i + 1]} for a test path when it chose its rootdir "
                     f"and did not read this project's ini file in {found[0]}; write {a}={args[i + 1]} instead")
     return None
+
+
+def without_options(args: list[str], names: tuple[str, ...]) -> list[str]:
+    """``args`` less the options ``names`` (``--glmstack-X``) and their values, in both the
+    ``--opt VALUE`` and the ``--opt=VALUE`` form: a selection to run again elsewhere."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in names:
+            skip = True
+        elif not a.startswith(tuple(n + "=" for n in names)):
+            out.append(a)
+    return out

@@ -93,8 +93,10 @@ def _say(config, text: str):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """--glmstack-plan and --glmstack-calibrate: print and stop, as --markers and --fixtures do."""
-    if not (config.getoption("glmstack_plan") or config.getoption("glmstack_calibrate")):
+    """--glmstack-plan, --glmstack-calibrate and --glmstack-bisect: print and stop, as --markers
+    and --fixtures do."""
+    if not (config.getoption("glmstack_plan") or config.getoption("glmstack_calibrate")
+            or config.getoption("glmstack_bisect")):
         return None
     from . import commands
 
@@ -102,8 +104,11 @@ def pytest_cmdline_main(config):
     try:
         session = session_of(config)
         tw = config.get_terminal_writer()
+        s = session.settings
         try:
-            lines = (commands.calibrate_lines(session) if session.settings.calibrate
+            if s.bisect:
+                return _bisect(config, s, tw)
+            lines = (commands.calibrate_lines(session) if s.calibrate
                      else commands.plan_lines(session, session.inventory()))
         except GlmstackError as e:
             raise _usage(e) from None
@@ -112,6 +117,20 @@ def pytest_cmdline_main(config):
     finally:
         config._ensure_unconfigure()
     return 0
+
+
+def _bisect(config, s, tw) -> int:
+    """This run's selection (its arguments less the bisect and interpreter options), bisected
+    between --glmstack-bisect (good) and --glmstack-python (bad)."""
+    from . import commands
+
+    args = options.without_options(list(config.invocation_params.args),
+                                   ("--glmstack-bisect", "--glmstack-bisect-cache", "--glmstack-python"))
+
+    def say(line, report=False):
+        tw.line(line if report else f"glmstack bisect: {line}")
+
+    return commands.bisect(s.bisect, s.python, args, s.bisect_cache, say)
 
 
 def pytest_unconfigure(config):

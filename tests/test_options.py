@@ -68,6 +68,20 @@ def test_bad_option_is_a_usage_error_at_start_not_in_setup(pytester):
         result.stderr.fnmatch_lines([f"ERROR: glmstack: {opt.split('=')[0]}: expected a *, got 'abc'"])
 
 
+def test_repeatable_string_options_keep_each_value_whole(pytester):
+    """--glmstack-probes / --glmstack-slurm-arg, each form, repeated: one value per use."""
+    pytester.makepyfile(
+        "def test_x(request):\n"
+        "    from pytest_glmstack.plugin import session_of\n"
+        "    s = session_of(request.config).settings\n"
+        "    assert s.probes == ('torch-compile-sanity', 'x.y:check'), s.probes\n"
+        "    assert s.slurm_arg == ('--exclusive', '--gpus-per-node=8'), s.slurm_arg\n")
+    result = pytester.runpytest("--glmstack-probes", "torch-compile-sanity", "--glmstack-probes=x.y:check",
+                                "--glmstack-slurm-arg=--exclusive", "--glmstack-slurm-arg=--gpus-per-node=8",
+                                "-k", "test_x")
+    result.assert_outcomes(passed=1)
+
+
 def test_space_form_of_a_path_option_that_moved_the_rootdir_is_an_error(pytester, tmp_path_factory):
     pytester.makeini("[pytest]\nglmstack_log_lines = 5\n")
     pytester.makepyfile("def test_x(): pass")
