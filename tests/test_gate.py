@@ -114,6 +114,13 @@ def test_paired_ab():
     loud = [(d, d * math.exp(rng.gauss(0, 0.2))) for d in drift]
     assert gate.paired_ab(loud, 0.05).verdict == "inconclusive"
     assert gate.paired_ab([(100, 80), (100, 81)], 0.05).method == "threshold"
+    # Measured on the CPU box under a load of 3.6: B (slowed 25%) came out 2.2x A, the interval
+    # excluding 1. Noise above the tolerance is never a pass, and never "improved".
+    stalled = [(996, 107), (86, 844), (120, 587), (167, 94), (70, 182), (103, 627)]
+    v = gate.paired_ab(stalled, 0.05)
+    assert v.verdict == "inconclusive" and "CV" in v.reason, v
+    sure_drop = [(1000, 500), (600, 290), (1100, 520), (900, 470), (1000, 480), (800, 410)]
+    assert gate.paired_ab(sure_drop, 0.05).verdict == "regressed"  # noisy, but surely down
 
 
 def test_abba_pairs_neighbours():
