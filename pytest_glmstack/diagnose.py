@@ -31,7 +31,7 @@ from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITIO
                            _FRAME_RE, _HEALTH, _TB_START, _WARNING_EXC, Frame, _exceptions, _is_benign,  # noqa: F401
                            _is_torch_machinery, _Line, _origin, _phase_of, _split, short_path)
 from .diagnose_rules import (_CAPTURE_WRAPPER, _HANG_NOTE, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary,
-                             _frame_category, _inner, _recovered, _refused_setting, _rule, _vocabulary,
+                             _frame_category, _inner, _native_crash_category, _recovered, _refused_setting, _rule, _vocabulary,
                              _vocabulary_category)
 
 VERDICTS = ("clean", "failed", "incomplete")
@@ -314,6 +314,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase) -> Diagnosis:
                 # with error: <cause>": the cause it quotes first, else a capture failure.
                 matched = body_at(wrapped[0]).strip()
                 category = _rule(_inner(matched) or "")[0] or "cuda_graph_capture"
+    if category is None and causal is None:
+        category = _native_crash_category([ln.body for ln in lines], ev)
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
         if category is None and r.raise_src:
             # the raise statement under the innermost frame names what was raised

@@ -62,10 +62,10 @@ _LEVEL_WORDS = {"TRACE": 0, "DEBUG": 0, "D": 0, "INFO": 1, "I": 1, "V": 0, "WARN
 _LVL = r"(?P<lvl>TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 # Prefixes of the log formats users paste, stripped repeatedly from the front of a line.
 _PREFIXES = [re.compile(p) for p in (
-    r"^[A-Za-z][\w.-]*?-\d+\s+\|\s?",  # docker compose: 'vllm-1  | '
+    r"^[A-Za-z][\w.-]*?(?:-\d+)?\s+\|\s(?=\S)",  # docker compose: 'vllm-1  | ', 'deepseek-v32-exp | '
     r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s*(?:\|\s?)?",  # ISO / loguru timestamps
     r"^-?\s*" + _LVL + r"\s*-\s+(?:[\w.]+:\d+\s+-\s+)?",  # python logging: '- INFO - ', 'ERROR   - x.py:12 - '
-    r"^\([^()]*?pid=\d+\)\s?",  # vLLM / Ray: '(EngineCore_DP0 pid=123) '
+    r"^\([^()]*?pid=\d+(?:, ip=[\w.:-]+)?\)\s?",  # vLLM / Ray: '(EngineCore_DP0 pid=123) ', '(RayWorkerWrapper pid=1, ip=10.0.0.7) '
     r"^\[rank\d+\]:\s?",  # torchrun: '[rank0]: '
     r"^\[(?P<lvl>[IWEF])\s?\d{3,4} [\d:.]+ [^\]]*\]\s?",  # c10d: '[W208 00:55:32.444 socket.cpp:487] '
     r"^\[(?P<lvl>[IWEF]) [\w.]+:\d+\]\s?",  # '[E ProcessGroupNCCL.cpp:828] '
@@ -75,6 +75,8 @@ _PREFIXES = [re.compile(p) for p in (
     r"^" + _LVL + r":?\s+(?:[a-z][\w-]*[-_][\w-]*: |[\w.-]+\.py:\d+[:\]]? )?",  # 'WARNING x.py:16: ', 'INFO shard-manager: ', 'INFO:     '
     r"^(?:[a-z][\w-]*: )?text_generation_[\w:]+: (?:[\w/.]+\.rs:\d+: )?",  # TGI targets
     r"^\[TensorRT-LLM\](?:\[(?P<lvl>[A-Z]+)\])?\s?",
+    r"^\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\]\s?",  # TRT-LLM's timestamp: '[06/10/2025-02:50:21] '
+    r"^\[TRT-LLM\]\s?(?:\[RANK \d+\]\s?)?(?:\[(?P<lvl>[EWIDV])\]\s?)?",  # '[TRT-LLM] [RANK 1] [E] '
     r"^(?P<lvl>E)\s{2,}(?=\S)",  # pytest failure lines
     r"^[\w.-]+:\d+:\d+ \[\d+\]\s(?=\S)",  # NCCL: 'host:pid:tid [dev] '
     r"^\[\d+\]\s(?=[\w/.]+\.(?:cc|h):\d+ NCCL|NCCL)",  # NCCL: '[0] misc/socket.cc:71 NCCL WARN'
@@ -143,7 +145,7 @@ _HEALTH = re.compile("|".join((
 _FAIL = re.compile("|".join((
     r"Traceback \(most recent call last\)",
     r"\bhit an exception\b", r"Received sigquit", r"scheduler is dead", r"child process \S* ?(?:crashed|died|exited unexpectedly)",
-    r"^\s*Failed: ", r"\bCUDA error\b", r"\bCuda (?:error|failure)\b", r"\bcudaError(?!Success)\w+", r"\bCUDA_ERROR_\w+",
+    r"^\s*Failed: ", r"\bCUDA [Ee]rror\b", r"error while loading shared libraries", r"\bCuda (?:error|failure)\b", r"\bcudaError(?!Success)\w+", r"\bCUDA_ERROR_\w+",
     r"\bCUBLAS_STATUS_(?!SUCCESS)\w+", r"\bCheck failed\b", r"\bASSERT(?:ION)? FAILED\b", r"\bAssertion\b.*\bfailed\b",
     r"terminate called after throwing", r"Segmentation fault", r"core dumped", r"Fatal Python error",
     r"\bNCCL WARN\b", r"NCCL error\b", r"\bnccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage|InvalidArgument|RemoteError)\b",

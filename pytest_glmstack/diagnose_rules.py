@@ -41,7 +41,7 @@ _RULE_SRC = (
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
             r"max_total_num_tokens.*(?:too small|<=? ?0)|larger than the maximum number of tokens that can be stored in KV cache|"
-            r"Cannot allocate memory|can't allocate memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
+            r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$"),
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
@@ -59,6 +59,10 @@ _RULE_SRC = (
                          r"not (?:implemented|supported) for (?:Blackwell|Hopper|Ampere|Ada|Turing|Volta|sm_?\d+)|"
                          r"expects arch|but got Arch\.sm|kernels? (?:is |are )?not (?:found|available) for (?:this|the current) (?:GPU|device|arch)|"
                          r"(?:supported|requires?|needs?)\b[^.\n]{0,40}\bcompute capability|(?:GPU|device) does not support|"
+                         r"compute capabilit(?:y|ies) (?:below|less than|lower than|under|older than|<)|"
+                         # a feature refused by GPU generation: "... is not supported on Blackwell GPUs"
+                         r"(?:is |are )?not (?:yet )?supported on (?:\w+ )?(?:Blackwell|Hopper|Ampere|Ada|Turing|Volta|Pascal|"
+                         r"SM ?\d{2,3}|sm_?\d{2,3}|[BHAVT]\d{2,3}|GB\d{3}|RTX \w+)\b|"
                          r"only supports? (?:\w+ )?(?:GPUs?|Ampere|Hopper|Blackwell|Ada|Turing|sm_?\d+)|"
                          r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
@@ -127,7 +131,9 @@ _SETTING = re.compile(
     r"input[-_](?:length|tokens)|batch[-_]\w+|prefill[-_]tokens)\b|\bcontext[-_]length\b|\bchunked[-_]prefill\w*|"
     r"\benforce[-_]eager\b|\bmem[-_]fraction\w*|\bgpu[-_]memory[-_]utilization\b|\bkv[-_]cache[-_]dtype\b|"
     r"\b(?:enable|disable)[-_][a-z][\w-]+|\bdeterministic (?:inference|mode)\b|\btrust[-_]remote[-_]code\b|"
-    r"\bdeployment configuration\b|\bserved[-_]model[-_]name\b|\b(?:tensor|pipeline|data|expert) parallel(?:ism)?\b")
+    r"\bdeployment configuration\b|\bserved[-_]model[-_]name\b|\b(?:tensor|pipeline|data|expert) parallel(?:ism)?\b|"
+    # a named backend or a set of them: "only supported for TRTLLM backend", "Only {'triton', 'fa4'} backends"
+    r"\b[A-Za-z][\w-]* backends?\b|\}\s*backends?\b")
 
 
 def _refused_setting(exc) -> bool:
@@ -140,6 +146,20 @@ def _refused_setting(exc) -> bool:
         if _SETTING.search(near):
             return True
     return False
+
+
+_NATIVE_CRASH = re.compile(r"Segmentation fault|Signal: \w|\*\*\* Process received signal|core dumped|Bus error|"
+                           r"Illegal instruction|Aborted|SIGSEGV|SIGABRT|SIGBUS")
+_COMM_LIB_FRAME = re.compile(r"\blib(?:nccl|mscclpp|nvshmem\w*|rccl)[\w-]*\.so|\bdeep_ep\w*\.\w*so\b")
+
+
+def _native_crash_category(bodies: list[str], at: list[int]) -> str | None:
+    """A native crash (segfault, abort) whose backtrace, printed under it, runs inside a
+    communication library (libnccl, libmscclpp, libnvshmem, DeepEP): a communication failure."""
+    for k in at:
+        if _NATIVE_CRASH.search(bodies[k]) and any(_COMM_LIB_FRAME.search(b) for b in bodies[k + 1: k + 40]):
+            return "nccl_comm"
+    return None
 
 
 def _rule(text: str) -> tuple[str | None, str | None]:
