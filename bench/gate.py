@@ -132,10 +132,15 @@ def sim(trials: int) -> dict:
         data = json.loads(real.read_text())
         base = [x for g in data["cells"]["base_groups"] for x in g]
         drop = [x for g in data["cells"]["drop_groups"] for x in g]
+        med = statistics.median(base)
         res["standin_bootstrap"] = {
-            "pool": {"base": len(base), "drop": len(drop)},
-            "true 5% drop": run_trials(lambda: rng.choice(base), lambda: rng.choice(drop), 5, trials)["compare_cells"],
-            "unchanged": run_trials(lambda: rng.choice(base), lambda: rng.choice(base), 5, trials)["compare_cells"]}
+            "pool": {"base": len(base), "drop": len(drop),
+                     "hiccups (windows > 10% below the pool's median)": sum(x < 0.9 * med for x in base)
+                     + sum(x < 0.9 * 0.95 * med for x in drop)}}
+        for n in (5, 9):
+            res["standin_bootstrap"][f"{n} repeats"] = {
+                "true 5% drop": run_trials(lambda: rng.choice(base), lambda: rng.choice(drop), n, trials)["compare_cells"],
+                "unchanged": run_trials(lambda: rng.choice(base), lambda: rng.choice(base), n, trials)["compare_cells"]}
     return res
 
 
@@ -301,7 +306,7 @@ def cpu_server(tmp: Path, name: str) -> tuple[server.Server, leases.PortLease]:
     return s, lock
 
 
-def cpu(trials: int, drop_trials: int, duties: tuple[float, ...]) -> dict:
+def cpu(trials: int, drop_trials: int, duties: tuple[float, ...], resume: bool = False) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="glmstack-gate-"))
     model = str(_model())
     res = {**machine(), "concurrency": CPU_C, "load": asdict(CPU_LOAD), "tolerance": TOL, "blocks": 3,
@@ -312,6 +317,13 @@ def cpu(trials: int, drop_trials: int, duties: tuple[float, ...]) -> dict:
     B = bench.Target("127.0.0.1", lb.port, model, model, "B")
     runs = {"identical": [], **{f"B slowed {d:.0%}": [] for d in duties}}
     cells = []
+    if resume and (OUT / "gate-cpu.json").exists():  # continue a run that was stopped
+        old = json.loads((OUT / "gate-cpu.json").read_text())
+        for k, v in old.get("ab", {}).items():
+            if k in runs:
+                runs[k] = v["runs"]
+        cells = old.get("cells", {}).get("measured", [])
+        res["resumed"] = old.get("resumed", []) + [old.get("date")]
     t0 = time.monotonic()
 
     def one(name: str, duty: float):
@@ -329,12 +341,12 @@ def cpu(trials: int, drop_trials: int, duties: tuple[float, ...]) -> dict:
 
     try:
         for i in range(max(trials, drop_trials * len(duties))):
-            if i < trials:
+            if i < trials and len(runs["identical"]) < trials:
                 one("identical", 0.0)
-            if i < drop_trials * len(duties):
-                d = duties[i % len(duties)]
+            d = duties[i % len(duties)]
+            if i < drop_trials * len(duties) and len(runs[f"B slowed {d:.0%}"]) < drop_trials:
                 one(f"B slowed {d:.0%}", d)
-            if i % 2 == 0:
+            if i % 2 == 0 and len(cells) < 2 * ((max(trials, drop_trials * len(duties)) + 1) // 2):
                 for c in (CPU_C, 1):  # the matrix's two levels; concurrency 1 for the floors only
                     try:
                         m = bench.measure(sys.executable, "127.0.0.1", la.port, model, model, CPU_LOAD, c)
@@ -374,7 +386,8 @@ def main():
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--ab-trials", type=int, default=8)
     p.add_argument("--drop-trials", type=int, default=6)
-    p.add_argument("--duties", default="0.1,0.25,0.5")
+    p.add_argument("--duties", default="0.25,0.5,0.75")
+    p.add_argument("--resume", action="store_true", help="cpu: continue the run in gate-cpu.json")
     a = p.parse_args()
     if a.part == "rejudge":
         for name in ("standin", "cpu"):
@@ -387,7 +400,7 @@ def main():
     elif a.part == "standin":
         r = standin(a.trials or 24, a.ab_trials)
     else:
-        r = cpu(a.trials or 20, a.drop_trials, tuple(float(x) for x in a.duties.split(",")))
+        r = cpu(a.trials or 20, a.drop_trials, tuple(float(x) for x in a.duties.split(",")), a.resume)
     r["command"] = "LD_LIBRARY_PATH=.venv/lib/nocuda .venv/bin/python " + " ".join(["bench/gate.py"] + sys.argv[1:])
     print(f"wrote {write(a.part, r)}")
 

@@ -116,7 +116,10 @@ def throughput(session, server, entry, concurrency: int) -> tuple[dict, list[str
 
     tp = entry.expect.throughput
     level = next(lv for lv in tp.levels if lv.concurrency == concurrency)
-    load = bench.Load(tp.input_len, tp.output_len, tp.prompts, tp.warmup, tp.repeats)
+    load = bench.Load(tp.input_len, tp.output_len, tp.prompts, tp.warmup, tp.repeats,
+                      min_seconds=tp.min_seconds if level.min_seconds is None else level.min_seconds,
+                      min_output_tokens=tp.min_output_tokens if level.min_output_tokens is None else level.min_output_tokens,
+                      token_check=tp.token_check)
     model = server.argv[server.argv.index("--model-path") + 1]
     tokenizer = None if "--skip-tokenizer-init" in server.argv else model
 
@@ -131,9 +134,10 @@ def throughput(session, server, entry, concurrency: int) -> tuple[dict, list[str
     if level.floor is not None and bench.within_noise(attempts[0], level.floor):
         attempts.append(measure())  # a miss inside the noise gets one more look
     m = attempts[-1]
-    base = None
+    saved = None
     if session.baseline is not None:
-        base = session.baseline["entries"].get(entry.id, {}).get("throughput", {}).get(str(concurrency), {}).get("median")
+        saved = session.baseline["entries"].get(entry.id, {}).get("throughput", {}).get(str(concurrency))
+    base = (saved or {}).get("median")
     record = {**m.to_dict(), "floor": level.floor, "ttft_ms_max": level.ttft_ms, "itl_ms_max": level.itl_ms,
               "attempts": [a.median for a in attempts], "baseline": base}
     problems = []
@@ -143,14 +147,50 @@ def throughput(session, server, entry, concurrency: int) -> tuple[dict, list[str
         problems.append(f"median TTFT {m.ttft_ms:.1f} ms is above the ceiling {level.ttft_ms:g} ms")
     if level.itl_ms is not None and m.itl_ms is not None and m.itl_ms > level.itl_ms:
         problems.append(f"median ITL {m.itl_ms:.2f} ms is above the ceiling {level.itl_ms:g} ms")
-    if base is not None and m.median < base * (1 - session.tolerance):
-        problems.append(f"regressed: {m.median:.1f} tok/s is {1 - m.median / base:.1%} below the saved run's "
-                        f"{base:.1f} (tolerance {session.tolerance:.0%})")
+    if saved:
+        from .results import judge_cell
+
+        # Every repeat of both runs decides (gate.compare_cells): regressed, and inconclusive
+        # (too noisy to rule the tolerance's drop out), fail; unchanged and improved pass.
+        v = judge_cell(saved, record, session.tolerance)
+        if v is not None:
+            record["gate"] = v.to_dict()
+            if v.failed:
+                problems.append(f"{v.message}: {m.median:.1f} tok/s" + (f", the saved run {base:.1f}" if base else ""))
+    if session.settings.ab:
+        ab_rec = _ab(session, server, entry, concurrency, load, model, tokenizer)
+        record["ab"] = ab_rec
+        if ab_rec["failed"]:
+            problems.append(f"A/B against {session.settings.ab}: {ab_rec['message']}")
     record["verdict"] = "failed" if problems else "passed"
     runs = ", ".join(f"{a.median:.1f} (spread {a.spread:.1%})" for a in attempts)
     message = (f"{entry.id} at concurrency {concurrency}: " + "; ".join(problems)
                + f". Measured (median of {load.repeats}): {runs}") if problems else ""
     return record, ([message] if message else [])
+
+
+def _ab(session, server, entry, concurrency: int, load, model: str, tokenizer) -> dict:
+    """The level measured A/B: this server (A) and the entry's B server (--glmstack-ab), ABBA
+    blocks by one client; the record of the pairs with the paired verdict (B against A)."""
+    import dataclasses
+
+    from . import ab, bench, stack_env
+
+    b_launch = session.ab_launch(entry, session.launches[entry.id])
+    if not b_launch.ok:
+        why = b_launch.diagnosis.summary if b_launch.diagnosis else str(b_launch.error)
+        raise CheckFailed(f"{entry.id}: the B server (--glmstack-ab {session.settings.ab}) did not start: {why} "
+                          f"(log: {b_launch.log_path})")
+    a = ab.Target(server.host, server.port, model, tokenizer, "A")
+    b = ab.Target(b_launch.server.host, b_launch.server.port, model, tokenizer, "B")
+    window = dataclasses.replace(load, repeats=1)
+    try:
+        run = ab.run_abba(a, b, window, concurrency, blocks=session.settings.ab_blocks, python=session.settings.python,
+                          env=stack_env.for_python(session.settings.python))
+    except bench.BenchError as e:
+        raise CheckFailed(f"{entry.id} at concurrency {concurrency}, A/B: {e}") from None
+    v = run.verdict(session.tolerance)
+    return {**run.to_dict(), **v.to_dict(), "failed": v.failed, "b_python": session.settings.ab}
 
 
 def probe(session, spec):

@@ -145,9 +145,11 @@ def server_env(entry: Entry, settings: Settings, gpus: tuple[int, ...] | None) -
 
 
 def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
-           on_phase: Callable[[str, str], None] | None = None, serial: int = 0) -> Launch:
+           on_phase: Callable[[str, str], None] | None = None, serial: int = 0,
+           share_gpus: tuple[int, ...] | None = None) -> Launch:
     """Start the entry's server and wait until it is ready or has failed. Never raises for a
-    server that fails: the :class:`Launch` carries the error and its diagnosis."""
+    server that fails: the :class:`Launch` carries the error and its diagnosis. ``share_gpus``:
+    run on these GPUs, leased by another launch (an A/B partner), without a lease of its own."""
     safe = entry.id.replace("/", "__")
     log_path = settings.log_dir / f"{safe}.log"
     result = Launch(entry=entry, log_path=log_path)
@@ -173,7 +175,9 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
             model = str(models.ensure(model, settings.model_cache, settings.python))
         gpus = None
         need = entry.gpus_needed
-        if need:
+        if need and share_gpus is not None:
+            gpus = result.gpus = tuple(share_gpus)
+        elif need:
             candidates = visible_indices(inventory)
             fits = entry.requires.matching(inventory, candidates) if entry.requires.needs_gpu else candidates
             lease = leases.lease_gpus(settings.lock_dir, fits, need, settings.lease_timeout)

@@ -19,6 +19,8 @@ class Level:
     floor: float | None = None  # output tok/s the median must reach
     ttft_ms: float | None = None  # ceiling on the median time to first token
     itl_ms: float | None = None  # ceiling on the median inter-token latency
+    min_seconds: float | None = None  # this level's measurement window (None: the throughput's)
+    min_output_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,10 @@ class Throughput:
     warmup: int = 4
     repeats: int = 3
     levels: tuple[Level, ...] = ()
+    # One repeat's window: it lasts at least min_seconds and produces min_output_tokens (both).
+    min_seconds: float = 10.0
+    min_output_tokens: int = 4096
+    token_check: str = "auto"  # auto | require | off (bench.Load)
 
 
 @dataclass(frozen=True)

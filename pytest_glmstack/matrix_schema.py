@@ -76,10 +76,15 @@ THROUGHPUT_KEYS = {
     "prompts": "requests per repeat",
     "warmup": "requests sent before measuring",
     "repeats": "measurements per level; the median is the figure, the spread the noise",
-    "levels": "list of {concurrency, floor, ttft_ms, itl_ms}",
+    "levels": "list of {concurrency, floor, ttft_ms, itl_ms, min_seconds, min_output_tokens}",
+    "min_seconds": "shortest measurement window of one repeat, in seconds (default 10)",
+    "min_output_tokens": "fewest output tokens one repeat's window produces (default 4096)",
+    "token_check": "auto, require or off: the client's output-token count checked against the server's",
 }
 LEVEL_KEYS = {"concurrency": "concurrent requests", "floor": "output tok/s the median must reach",
-              "ttft_ms": "ceiling on median time to first token", "itl_ms": "ceiling on median inter-token latency"}
+              "ttft_ms": "ceiling on median time to first token", "itl_ms": "ceiling on median inter-token latency",
+              "min_seconds": "this level's window (default: the throughput's)",
+              "min_output_tokens": "this level's fewest output tokens per window (default: the throughput's)"}
 
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -321,6 +326,26 @@ def _throughput(ctx, node, value) -> Throughput:
                 ctx.fail("must be at least 1" if k != "warmup" else "must not be negative",
                          key=f"expect.throughput.{k}", node=value)
             kw[k] = v
+    if kw.get("repeats", 1) % 2 == 0:
+        ctx.fail(f"must be odd (the median is then one of the measurements), got {kw['repeats']}",
+                 key="expect.throughput.repeats", node=value)
+    if "min_seconds" in value:
+        v = float(_want(ctx, value, "min_seconds", value["min_seconds"], (int, float), "a number of seconds",
+                        "expect.throughput."))
+        if v < 0:
+            ctx.fail("must not be negative", key="expect.throughput.min_seconds", node=value)
+        kw["min_seconds"] = v
+    if "min_output_tokens" in value:
+        v = _want(ctx, value, "min_output_tokens", value["min_output_tokens"], (int,), "a whole number",
+                  "expect.throughput.")
+        if v < 0:
+            ctx.fail("must not be negative", key="expect.throughput.min_output_tokens", node=value)
+        kw["min_output_tokens"] = v
+    if "token_check" in value:
+        if value["token_check"] not in ("auto", "require", "off"):
+            ctx.fail(f"expected auto, require or off, got {value['token_check']!r}", key="expect.throughput.token_check",
+                     node=value)
+        kw["token_check"] = value["token_check"]
     levels = value.get("levels")
     if not isinstance(levels, list) or not levels:
         ctx.fail("expected a list of levels like {concurrency: 4, floor: 300}", key="expect.throughput.levels",
@@ -335,9 +360,12 @@ def _throughput(ctx, node, value) -> Throughput:
             ctx.fail(f"concurrency {c} is not positive or appears twice", key="expect.throughput.levels", node=value)
         seen.add(c)
         nums = {}
-        for k in ("floor", "ttft_ms", "itl_ms"):
+        for k in ("floor", "ttft_ms", "itl_ms", "min_seconds"):
             if k in lv:
                 nums[k] = float(_want(ctx, lv, k, lv[k], (int, float), "a number", "expect.throughput.levels."))
+        if "min_output_tokens" in lv:
+            nums["min_output_tokens"] = _want(ctx, lv, "min_output_tokens", lv["min_output_tokens"], (int,),
+                                              "a whole number", "expect.throughput.levels.")
         out.append(Level(c, **nums))
     return Throughput(levels=tuple(sorted(out, key=lambda l: l.concurrency)), **kw)
 

@@ -56,6 +56,10 @@ SLURM_TIME_HELP = "time limit of the allocation the plugin requests (salloc --ti
 SLURM_ACCOUNT_HELP = "account of the allocation the plugin requests (salloc --account)"
 SLURM_ARG_HELP = "more options for salloc and srun, e.g. --gpus-per-node=8 or --exclusive"
 SLURM_GRANT_TIMEOUT_HELP = "seconds to wait for the requested allocation before giving up (and cancelling it)"
+AB_HELP = ("measure every throughput level A/B: a second server of the entry on PYTHON_B (a candidate stack) "
+           "beside the one on --glmstack-python, interleaved ABBA by one client; the level fails when B "
+           "regressed against A, or the pairs cannot rule the tolerance's drop out (docs/ci.md)")
+AB_BLOCKS_HELP = "--glmstack-ab: ABBA blocks per level (two pairs each)"
 BISECT_HELP = ("bisect this run's selection between GOOD_PYTHON (the stack where it passes) and --glmstack-python "
                "(where it fails; default: the one running pytest): name the package group whose versions flip "
                "the verdict, both ways, and exit without running the tests here (as `glmstack bisect`)")
@@ -110,6 +114,8 @@ OPTIONS = (
     Option("slurm-account", "string", "", SLURM_ACCOUNT_HELP, "NAME"),
     Option("slurm-arg", "string-list", (), SLURM_ARG_HELP, "ARG"),
     Option("slurm-grant-timeout", "number", "600", SLURM_GRANT_TIMEOUT_HELP, "SECONDS"),
+    Option("ab", "other-python", "", AB_HELP, "PYTHON_B"),
+    Option("ab-blocks", "count", "3", AB_BLOCKS_HELP, "N"),
     Option("bisect", "other-python", "", BISECT_HELP, "GOOD_PYTHON"),
     Option("bisect-cache", "path", ".glmstack/bisect", BISECT_CACHE_HELP, "DIR"),
 )
@@ -158,6 +164,8 @@ class Settings:
     slurm_account: str = ""
     slurm_arg: tuple[str, ...] = ()
     slurm_grant_timeout: float = 600.0
+    ab: str = ""                     # the B stack's interpreter; "": no A/B
+    ab_blocks: int = 3
     bisect: str = ""                 # the good stack's interpreter; "": no bisection
     bisect_cache: Path | None = None
     kill_orphans: bool = False

@@ -42,6 +42,13 @@ def throughput(results: dict, path: Path, baseline: dict | None = None) -> Path 
         floors = [(c, v["floor"]) for c, v in now if v.get("floor") is not None]
         if floors:
             ax.scatter(*zip(*floors), marker="v", color=color, alpha=0.6)
+        ab = [(c, v["ab"]) for c, v in now if v.get("ab", {}).get("pairs")]
+        if ab:
+            # --glmstack-ab: B's pair medians beside A's, measured interleaved (dotted)
+            import statistics
+
+            ax.plot([c for c, _ in ab], [statistics.median(p[1] for p in a["pairs"]) for _, a in ab], linestyle=":",
+                    marker="s", color=color, alpha=0.8, label=f"{eid} (B, A/B)")
         base = _series(baseline, eid)
         if base:
             ax.plot([c for c, _ in base], [v["median"] for _, v in base], linestyle="--", marker="x", color=color,
@@ -51,7 +58,7 @@ def throughput(results: dict, path: Path, baseline: dict | None = None) -> Path 
     ax.set_ylabel("output tok/s (median)")
     stack = results.get("stack", {})
     ax.set_title(f"torch {stack.get('torch') or '-'}, flashinfer {stack.get('flashinfer') or '-'}, "
-                 f"sglang {stack.get('sglang') or '-'}  (v: floor, dashed: baseline)", fontsize=9)
+                 f"sglang {stack.get('sglang') or '-'}  (v: floor, dashed: baseline, dotted: B of --glmstack-ab)", fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     path = Path(path)

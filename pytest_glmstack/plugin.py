@@ -295,6 +295,7 @@ def glmstack_launch(request, glmstack_entry, glmstack_session, glmstack_log_dir)
     progress.done(launch)
     s.launches[glmstack_entry.id] = launch
     yield launch
+    s.stop_ab(glmstack_entry.id)  # the B server of --glmstack-ab shares A's GPUs: it goes first
     stop = launch.stop(settings.stop_grace)
     s.launches.pop(glmstack_entry.id, None)
     # A leak fails the entry's last test (in its teardown), not whichever test comes next.

@@ -75,6 +75,38 @@ def throughput_table(results: dict) -> list[str]:
     return columns(rows)
 
 
+def ab_table(results: dict) -> list[str]:
+    """Entry x concurrency of an A/B run: A and B tok/s (medians of the pairs), B/A with its
+    interval, verdict; then the B stack."""
+    import statistics
+
+    rows = [("entry", "concurrency", "A tok/s", "B tok/s", "B/A", "pairs", "verdict")]
+    for eid in sorted(results["entries"]):
+        for c, t in sorted(results["entries"][eid]["throughput"].items(), key=lambda kv: int(kv[0])):
+            ab = t.get("ab")
+            if not ab:
+                continue
+            pairs = ab.get("pairs") or []
+            rows.append((eid, c, f"{statistics.median(p[0] for p in pairs):.1f}" if pairs else "-",
+                         f"{statistics.median(p[1] for p in pairs):.1f}" if pairs else "-",
+                         _interval(ab), str(len(pairs)), ab.get("verdict", "")))
+    lines = columns(rows)
+    a, b = results.get("stack") or {}, results.get("ab_stack") or {}
+    for name, fp in (("A", a), ("B", b)):
+        if fp:
+            lines.append(f"{name}: " + ", ".join(f"{k} {fp[k]}" for k in ("python", "torch", "flashinfer", "sglang")
+                                                 if fp.get(k)))
+    return lines
+
+
+def _interval(v: dict) -> str:
+    if v.get("ratio") is None:
+        return "-"
+    if v.get("low") is None:
+        return f"{v['ratio']:.3f}x"
+    return f"{v['ratio']:.3f}x [{v['low']:.3f}, {v['high']:.3f}]"
+
+
 def plan_lines(entries, spec, why_unchecked: str | None = None, inventory=None) -> list[str]:
     """Every entry with its command line, env, GPUs, expectations, and whether it would run
     here (and why not), without launching anything."""

@@ -25,6 +25,8 @@ class GlmstackSession:
         self.entries: tuple = ()
         self.probes: tuple = ()
         self.launches: dict[str, Any] = {}
+        self.ab_launches: dict[str, Any] = {}  # entry id -> the B server of --glmstack-ab
+        self._ab_fingerprint: dict | None = None
         self.summary: dict[str, dict] = {}   # entry id -> what reports said (xdist-safe)
         self.results: dict | None = None
         self.baseline: dict | None = None
@@ -126,6 +128,34 @@ class GlmstackSession:
             )
         return self._launch_settings
 
+    def ab_launch(self, entry, a_launch):
+        """The entry's B server for --glmstack-ab (the same entry on the B interpreter, on A's
+        GPUs), started on first use and kept until the entry's A server stops."""
+        if entry.id not in self.ab_launches:
+            import dataclasses
+
+            from . import launcher
+
+            a = self._launch_settings
+            settings = dataclasses.replace(a, python=self.settings.ab, log_dir=a.log_dir / "ab", flag_spec=None)
+            settings.log_dir.mkdir(parents=True, exist_ok=True)
+            self.ab_launches[entry.id] = launcher.launch(entry, settings, self.inventory(), serial=10_000 + len(self.ab_launches),
+                                                         share_gpus=a_launch.gpus)
+        return self.ab_launches[entry.id]
+
+    def stop_ab(self, entry_id: str):
+        b = self.ab_launches.pop(entry_id, None)
+        if b is not None:
+            b.stop(self.settings.stop_grace)
+
+    def ab_fingerprint(self) -> dict:
+        """The B stack's fingerprint (its packages and hardware), read once."""
+        if self._ab_fingerprint is None:
+            from . import fingerprint
+
+            self._ab_fingerprint = fingerprint.collect(self.inventory(), self.settings.ab)
+        return self._ab_fingerprint
+
     def slurm_allocation(self, nodes: int = 1):
         """The Slurm allocation servers run in as steps: the one this process runs in (salloc,
         sbatch), else one requested once, for the most nodes any slurm entry of the run needs."""
@@ -186,6 +216,8 @@ class GlmstackSession:
         if self.results is None:
             self.results = results.new({})
         self.results["stack"] = self.fingerprint()
+        if self.settings.ab:
+            self.results["ab_stack"] = self.ab_fingerprint()
         return self.results
 
     def summary_sections(self) -> list[tuple[str, str, list[str]]]:
@@ -195,6 +227,9 @@ class GlmstackSession:
         out = [("=", "glmstack matrix", report.entry_table(self.summary))]
         if self.results and any(e["throughput"] for e in self.results["entries"].values()):
             out.append(("-", "glmstack throughput (output tok/s)", report.throughput_table(self.results)))
+        if self.results and any(t.get("ab") for e in self.results["entries"].values() for t in e["throughput"].values()):
+            out.append(("-", "glmstack A/B (B: --glmstack-ab, measured ABBA beside A)",
+                        report.ab_table(self.results)))
         if self.results and any(e.get("compile") for e in self.results["entries"].values()):
             out.append(("-", "glmstack graph breaks and recompiles", report.compile_table(self.results)))
         if self.baseline is not None and self.results is not None:
@@ -207,7 +242,7 @@ class GlmstackSession:
 
     def finish(self):
         """Stop what still runs; on the controller, sweep the run and write its results."""
-        for launch in list(self.launches.values()):
+        for launch in list(self.ab_launches.values()) + list(self.launches.values()):
             launch.stop(self.settings.stop_grace)
         if self._allocation is not None:
             from . import slurm

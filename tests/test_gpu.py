@@ -74,7 +74,7 @@ entries:
     expect:
       capture: [decode]
       throughput:
-        {input_len: 64, output_len: 64, prompts: 128, warmup: 8, repeats: 2,
+        {input_len: 64, output_len: 64, prompts: 128, warmup: 8, repeats: 3, min_seconds: 3,
          levels: [{concurrency: 32, floor: 11000}]}
 """
 

@@ -93,11 +93,34 @@ def test_gpus_needed_from_parallel_flags(args, gpus):
     ("defaults: {modle: x}\nentries:\n  - id: a\n", "key 'modle'", "unknown key 'modle' in defaults"),
     ("name: off\nentries:\n  - {id: a, model: m}\n", "m.yaml:1, key 'name'", "YAML read the name as the boolean False"),
     ("entries:\n  - id: a\n    model: m\n    expect: {same_output_as: zz}\n", "entry 'a', key 'expect.same_output_as'", "not an entry of this file"),
+    ("entries:\n  - id: a\n    model: m\n    expect: {throughput: {repeats: 2, levels: [{concurrency: 1}]}}\n",
+     "entry 'a', key 'expect.throughput.repeats'", "must be odd (the median is then one of the measurements), got 2"),
+    ("entries:\n  - id: a\n    model: m\n    expect: {throughput: {min_seconds: soon, levels: [{concurrency: 1}]}}\n",
+     "entry 'a', key 'expect.throughput.min_seconds'", "a number of seconds"),
+    ("entries:\n  - id: a\n    model: m\n    expect: {throughput: {token_check: maybe, levels: [{concurrency: 1}]}}\n",
+     "entry 'a', key 'expect.throughput.token_check'", "expected auto, require or off, got 'maybe'"),
 ])
 def test_errors_name_file_line_entry_key(tmp_path, text, where, message):
     e = error(tmp_path, text)
     assert where in str(e), str(e)
     assert message in str(e), str(e)
+
+
+def test_throughput_windows_per_entry_and_level(tmp_path):
+    (e,) = load(tmp_path, """
+        entries:
+          - id: a
+            model: m
+            expect:
+              throughput:
+                min_seconds: 2.5
+                min_output_tokens: 100
+                token_check: require
+                levels: [{concurrency: 1}, {concurrency: 8, min_seconds: 20, min_output_tokens: 9000}]
+        """)
+    tp = e.expect.throughput
+    assert (tp.min_seconds, tp.min_output_tokens, tp.token_check, tp.repeats) == (2.5, 100, "require", 3)
+    assert [(lv.min_seconds, lv.min_output_tokens) for lv in tp.levels] == [(None, None), (20.0, 9000)]
 
 
 def test_unknown_key_suggests_the_close_one(tmp_path):

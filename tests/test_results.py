@@ -105,13 +105,14 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     plot = saved.with_suffix(".png")
     assert plot.read_bytes()[:4] == b"\x89PNG"
     first.stdout.fnmatch_lines([f"glmstack: throughput plot {plot}"])
-    # A baseline that claims ten times the concurrency-2 figure: only that test regresses.
+    # A baseline that claims a hundred times the concurrency-2 figure: only that test regresses
+    # (ten times is within what a loaded 2-core machine swings between two runs: 54 -> 445 tok/s seen).
     cell = data["entries"]["tp/base"]["throughput"]["2"]
-    cell["median"] *= 10
+    cell["median"] *= 100
     # Every repeat too: the compare decides on all of them, not on the median alone.
-    cell["repeats"] = [x * 10 for x in cell["repeats"]]
+    cell["repeats"] = [x * 100 for x in cell["repeats"]]
     for run in cell.get("runs") or []:
-        run["output_throughput"] *= 10
+        run["output_throughput"] *= 100
     (pytester.path / "doctored.json").write_text(json.dumps(data))
     # A wide tolerance: the shared machine's run-to-run noise must not fail the untouched c1 level.
     second = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "-p", "no:cacheprovider", "-rA",
@@ -121,7 +122,7 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     second.stdout.fnmatch_lines_random([
         "PASSED *::test_throughput[[]tp/base/c1[]]",
         "FAILED *::test_throughput[[]tp/base/c2[]]*",
-        "*tp/base at concurrency 2: regressed: * tok/s is *% below the saved run's * (tolerance 50%)*",
+        "*tp/base at concurrency 2: regressed: *x of the saved run (tolerance 50%*): * tok/s, the saved run *",
         "tp/base *2 * regressed",
     ])
 
