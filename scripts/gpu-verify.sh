@@ -5,7 +5,9 @@
 #   scripts/gpu-verify.sh A   # NVML, probes, matrix/h200-tiny.yaml (CUDA graphs on and off)
 #   scripts/gpu-verify.sh B   # piecewise capture; CUDA graphs off against the on-expectations
 #   scripts/gpu-verify.sh P   # proxies alone: tests/test_proxies.py, matrix/proxies.yaml (about 6 min)
-# The default phase (all) runs A, B and P: more than one device call's 10 minutes since P joined.
+#   scripts/gpu-verify.sh C   # the gate and the compile records: tests/test_gpu_gate.py, and the
+#                             # h200-tiny throughput cells (CV with 10 s windows)
+# The default phase (all) runs A, B, P and C: more than one device call's 10 minutes.
 # GLMSTACK_GPU_SELECT narrows any phase with a -k expression; GLMSTACK_GPU_LIMIT (seconds,
 # default 540) stops pytest with SIGINT in time to still write its results and the logs.
 # Needs .gpu/sglang-0.5.17-min-site.tar.xz and .whl/ (datasets, multiprocess wheels for
@@ -37,9 +39,11 @@ proxies=(--glmstack-matrix matrix/proxies.yaml)
 case "$phase" in
   A) select=(-k "${GLMSTACK_GPU_SELECT:-not piecewise and not graphs_disabled}") ;;
   B) select=(-k "${GLMSTACK_GPU_SELECT:-piecewise or graphs_disabled or fallback}") ;;
+  C) tests=(tests/test_gpu_gate.py tests/test_matrix.py); matrices=(--glmstack-matrix matrix/h200-tiny.yaml)
+     select=(-k "${GLMSTACK_GPU_SELECT:-test_gpu_gate or (test_throughput and cuda-graph and not no-cuda)}") ;;
   P) tests=(tests/test_proxies.py tests/test_matrix.py); matrices=("${proxies[@]}")
      select=(); [ -z "${GLMSTACK_GPU_SELECT:-}" ] || select=(-k "$GLMSTACK_GPU_SELECT") ;;
-  *) tests=(tests/test_gpu.py tests/test_proxies.py tests/test_matrix.py); matrices+=("${proxies[@]}")
+  *) tests=(tests/test_gpu.py tests/test_gpu_gate.py tests/test_proxies.py tests/test_matrix.py); matrices+=("${proxies[@]}")
      select=(); [ -z "${GLMSTACK_GPU_SELECT:-}" ] || select=(-k "$GLMSTACK_GPU_SELECT") ;;
 esac
 start=$(date +%s)
