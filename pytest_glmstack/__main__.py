@@ -230,7 +230,7 @@ def cmd_bisect(args) -> int:
         return commands.bisect(args.good, args.bad, args.pytest_args, Path(args.cache), say, probes=args.probe,
                                json_path=Path(args.json) if args.json else None, in_stack=args.in_stack,
                                timeout=args.timeout, max_size=args.max_size, max_runs=args.max_runs,
-                               ignore_pins=args.ignore_pins, extra_groups=extra)
+                               ignore_pins=args.ignore_pins, extra_groups=extra, regression=args.regression)
     except BisectError as e:
         return _unusable(f"bisect: {e}")
 
@@ -298,6 +298,9 @@ def main(argv=None) -> int:
     b.add_argument("--in-stack", action="store_true",
                    help="run each environment's own pytest (for tests that import the stack themselves)")
     b.add_argument("--group", action="append", metavar="NAME=PKG,PKG", help="move these packages together")
+    b.add_argument("--regression", action="store_true",
+                   help="bisect a throughput regression: each environment runs the selection as the B of "
+                        "--glmstack-ab beside the good stack's servers (interleaved A/B), and fails where it regressed")
     b.add_argument("--timeout", type=float, default=3600.0, help="seconds per run (default 3600)")
     b.set_defaults(fn=cmd_bisect)
     args = p.parse_args(argv)

@@ -50,8 +50,7 @@ from .bisect_stacks import (TOOLING, Change, Dist, Group, Stack, canonical, conf
 from .errors import BisectError, BuildError  # noqa: F401 (the API)
 
 
-VERDICTS = ("passed", "failed")  # what a run is judged as; "regressed" needs pytest_glmstack.ab (docs/bisect.md)
-VERDICTS = ("passed", "failed")  # what a run is judged as; "regressed" needs pytest_glmstack.ab (docs/bisect.md)
+VERDICTS = ("passed", "failed")  # what a run is judged as (with --regression: failed = regressed against A)
 
 
 # --- running the selection ----------------------------------------------------------------------
@@ -70,7 +69,12 @@ class Selection:
     """What is judged in each environment: a pytest selection (default) or stack probes."""
 
     def __init__(self, pytest_args=(), probes=(), in_stack=False, timeout=3600.0, runner=sys.executable,
-                 cwd=None, log_dir=None):
+                 cwd=None, log_dir=None, ab_against: str | None = None):
+        # ab_against (regressions): every environment is measured as the B of --glmstack-ab
+        # beside this interpreter's servers (the good stack), so a run fails where the
+        # environment regressed against the good stack measured next to it, never against a
+        # saved figure (noise would pick the culprit).
+        self.ab_against = ab_against
         self.pytest_args = list(pytest_args)
         self.probes = list(probes)
         self.in_stack = in_stack
@@ -86,11 +90,26 @@ class Selection:
             raise BisectError("give either a pytest selection after `--` or --probe, not both")
         if any(a == "--glmstack-python" or a.startswith("--glmstack-python=") for a in self.pytest_args):
             raise BisectError("the selection sets --glmstack-python; bisect points it at each environment itself")
+        if ab_against is not None:
+            if self.probes or in_stack:
+                raise BisectError("--regression measures a pytest selection's throughput tests A/B; "
+                                  "it does not go with --probe or --in-stack")
+            if any(a == "--glmstack-ab" or a.startswith("--glmstack-ab=") for a in self.pytest_args):
+                raise BisectError("the selection sets --glmstack-ab; with --regression bisect sets it to each environment")
 
     def describe(self) -> str:
         if self.probes:
             return "probe " + " ".join(self.probes)
+        if self.ab_against:
+            return f"pytest {' '.join(self.pytest_args)}, each environment A/B against {self.ab_against}"
         return ("(in the stack) " if self.in_stack else "") + "pytest " + " ".join(self.pytest_args)
+
+    def command(self, python: str, xml: Path) -> list[str]:
+        """The pytest command that judges ``python``'s environment."""
+        runner = python if self.in_stack else self.runner
+        stack = (["--glmstack-python", self.ab_against, "--glmstack-ab", python] if self.ab_against
+                 else ["--glmstack-python", python])
+        return [runner, "-m", "pytest", *self.pytest_args, *stack, "-p", "no:cacheprovider", f"--junitxml={xml}"]
 
     def run(self, python: str, label: str) -> Outcome:
         self._n += 1
@@ -129,9 +148,7 @@ class Selection:
         from .stack_env import for_python
 
         xml = log.with_suffix(".xml")
-        runner = python if self.in_stack else self.runner
-        cmd = [runner, "-m", "pytest", *self.pytest_args, "--glmstack-python", python, "-p", "no:cacheprovider",
-               f"--junitxml={xml}"]
+        cmd = self.command(python, xml)
         env = for_python(python) if self.in_stack else dict(os.environ)
         env.setdefault("COLUMNS", "160")
         with open(log, "w") as fh:

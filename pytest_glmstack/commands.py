@@ -48,11 +48,12 @@ def calibrate_lines(session, entries=None) -> list[str]:
 
 def bisect(good: str, bad: str, pytest_args, cache_dir: Path, say, *, probes=(), json_path: Path | None = None,
            in_stack: bool = False, timeout: float = 3600.0, max_size: int = 3, max_runs: int = 64,
-           ignore_pins: bool = False, extra_groups: dict | None = None) -> int:
+           ignore_pins: bool = False, extra_groups: dict | None = None, regression: bool = False) -> int:
     """Bisect between two interpreters; progress and the report go to ``say`` (a line each).
     Returns 0 when the flipping groups were found, 1 when not; raises BisectError on bad input
     (after writing it to ``json_path``)."""
     import json
+    import os
     import time
 
     from . import bisect as b
@@ -60,7 +61,8 @@ def bisect(good: str, bad: str, pytest_args, cache_dir: Path, say, *, probes=(),
     cache = b.EnvCache(Path(cache_dir), say)
     try:
         selection = b.Selection(list(pytest_args), probes or (), in_stack=in_stack, timeout=timeout,
-                                log_dir=Path(cache_dir) / "logs" / time.strftime("%Y%m%dT%H%M%S"))
+                                log_dir=Path(cache_dir) / "logs" / time.strftime("%Y%m%dT%H%M%S"),
+                                ab_against=os.path.abspath(good) if regression else None)
         cache.sweep()
         report = b.run_bisect(good, bad, selection, cache, say=say, max_size=max_size, max_runs=max_runs,
                               ignore_pins=ignore_pins, extra_groups=extra_groups or {})

@@ -371,6 +371,21 @@ def test_cli_report_and_json(stacks, tmp_path, monkeypatch):
     assert all(r["fingerprint"] for r in rep["runs"])
 
 
+def test_regression_mode_runs_each_environment_as_the_b_of_an_ab_beside_the_good_stack(tmp_path):
+    sel = b.Selection(["tests/test_matrix.py", "-k", "test_throughput"], ab_against="/good/bin/python",
+                      log_dir=tmp_path)
+    cmd = sel.command("/hybrid/bin/python", tmp_path / "x.xml")
+    assert cmd[cmd.index("--glmstack-python") + 1] == "/good/bin/python"
+    assert cmd[cmd.index("--glmstack-ab") + 1] == "/hybrid/bin/python"
+    assert "A/B against /good/bin/python" in sel.describe()
+    with pytest.raises(b.BisectError, match="sets --glmstack-ab"):
+        b.Selection(["t.py", "--glmstack-ab=/x"], ab_against="/good/bin/python")
+    with pytest.raises(b.BisectError, match="does not go with --probe"):
+        b.Selection(probes=["torch-compile-sanity"], ab_against="/good/bin/python")
+    plain = b.Selection(["t.py"], log_dir=tmp_path).command("/hybrid/bin/python", tmp_path / "x.xml")
+    assert "--glmstack-ab" not in plain and plain[plain.index("--glmstack-python") + 1] == "/hybrid/bin/python"
+
+
 def test_pytest_option_bisects_the_runs_own_selection(stacks, tmp_path):
     """pytest SELECTION --glmstack-python BAD --glmstack-bisect GOOD: the same bisection as the
     command line, of that selection (its other options kept), and no test runs here."""
