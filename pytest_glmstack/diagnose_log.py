@@ -165,6 +165,9 @@ _FAIL = re.compile("|".join((
     r"^Original exception:", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace", r"^\s*from user code:\s*$",
     _BIND_FAILED, r"errno: 98", r"Address already in use",
     r"[Ww]atchdog timeout", r"timed out after \d+", r"DistStoreError", r"^Killed\s*$", r"Bus error|Illegal instruction",
+    r"\bpanicked at\b",  # a Rust panic (TGI's router and launcher)
+    r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)",  # clap's command-line errors
+    r"\bDeepEP \w+(?: \w+)? timeout\b", r"\buncorrectable NVLink\b",
 )))
 # Failure evidence only on lines that are not INFO/WARNING records (a warning that something
 # "failed" is often survived; a bare line or an ERROR record saying so is not).

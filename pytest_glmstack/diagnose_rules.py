@@ -23,6 +23,7 @@ _HANG_NOTE = re.compile(r"No available shared memory broadcast block found in \d
 # Ordered: the first rule whose pattern is found wins. A category may have several rules.
 _RULE_SRC = (
     ("bad_flag", r"error: unrecognized arguments|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
+                 r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     ("port_in_use", r"address already in use|\[Errno 98\]|errno: 98\b|port \d+ is (?:already )?in use|port is not available"),
@@ -46,6 +47,9 @@ _RULE_SRC = (
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
                   r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"
+                  r"DeepEP \w+(?: \w+)? timeout|uncorrectable NVLink|NVLink error|"
+                  # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
+                  r"/src/host/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
                   r"DistNetworkError|\bgloo\b"),
     ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|"
                          r"not supported on (?:this|the current|your) (?:GPU|device|architecture|arch)|unsupported (?:GPU |CUDA )?arch|"
@@ -106,7 +110,8 @@ _INNER = [re.compile(p) for p in (
 _CAPTURE_FRAME = re.compile(r"capture_(?:cuda|cpu|decode|prefill)_graph|(?:cuda|cpu)_graph_runner|piecewise_cuda_graph|"
                             r"init_cuda_graphs|capture_one_batch_size|capture_model|^capture(?:_end|_begin)?$|torch/cuda/graphs\.py")
 _NCCL_FRAME = re.compile(r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|pynccl|ncclComm\w*|"
-                         r"ncclGetUniqueId|custom_all_reduce|init_process_group|mscclpp|nvshmem")
+                         r"ncclGetUniqueId|custom_all_reduce|init_process_group|mscclpp|nvshmem|"
+                         r"flashinfer/comm/|mnnvl|all_?reduce")
 _ARGS_CODE = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)|vllm/engine/arg_utils\.py|vllm/config|"
                         r"tensorrt_llm/llmapi/llm_args\.py|text_generation_server/cli\.py")
 # A refused combination of settings, in the words argument checks use, when the exception's frames
@@ -203,7 +208,8 @@ _VOCAB = {c: [(re.compile(p[0] if isinstance(p, tuple) else p, re.I if c != "fla
 # Package paths of frames and the category whose machinery they are.
 _FRAME_VOCAB = (
     ("nccl_comm", re.compile(r"(?:^|/)(?:nccl|mscclpp|nvshmem|pynccl\w*|custom_all_reduce\w*|"
-                             r"distributed_c10d|device_communicators)(?:/|\.py|$)|torch/distributed/")),
+                             r"distributed_c10d|device_communicators)(?:/|\.py|$)|torch/distributed/|"
+                             r"flashinfer/comm/|/\w*(?:all_?reduce|mnnvl)\w*\.py$")),
     ("flashinfer_jit", re.compile(r"flashinfer/jit/|deep_gemm/jit|torch/utils/cpp_extension|triton/(?:runtime/build|backends/nvidia/compiler)")),
     ("dynamo_other", re.compile(r"torch/_(?:dynamo|inductor)/")),
     ("cuda_graph_capture", re.compile(r"cuda_graph_runner|cpu_graph_runner|piecewise_cuda_graph|torch/cuda/graphs\.py|cudagraph")),
