@@ -417,7 +417,11 @@ def _old_sglang_stack() -> Path:
     Built once into a cache under the temporary directory."""
     from filelock import FileLock
 
-    root = Path(tempfile.gettempdir()) / f"pytest-glmstack-{os.getuid()}" / "bisect-stacks" / f"sglang-{SGLANG_OLD}"
+    import hashlib
+
+    # One per base venv: the stack's .pth points at that venv's site-packages.
+    base = hashlib.sha256(sysconfig.get_path("purelib").encode()).hexdigest()[:8]
+    root = Path(tempfile.gettempdir()) / f"pytest-glmstack-{os.getuid()}" / "bisect-stacks" / f"sglang-{SGLANG_OLD}-{base}"
     root.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root) + ".lock"):
         return _build_old_sglang_stack(root)

@@ -87,7 +87,7 @@ name: tp
   - id: base
     expect:
       throughput:
-        {input_len: 16, output_len: 8, prompts: 8, warmup: 1, repeats: 1,
+        {input_len: 16, output_len: 8, prompts: 8, warmup: 1, repeats: 1, min_seconds: 2, min_output_tokens: 0,
          levels: [{concurrency: 1, floor: 1}, {concurrency: 2, floor: 1}]}
 """
 
