@@ -3,16 +3,16 @@
 Two environments over this repository's .venv (each a venv whose .pth adds .venv's
 site-packages), differing in two packages, each installed as a wheel:
 
-- glmstack-slowdown 1.0 -> 2.0: 2.0's .pth starts, in every SGLang server process, a helper that
-  stops the server's process tree for DUTY of every 100 ms (a real server made slower by a
-  package, as a kernel regression would);
+- glmstack-slowdown 1.0 -> 2.0: 2.0's .pth starts, in every SGLang server process, a helper that,
+  once the server answers /health, stops its process tree for DUTY of every 100 ms (a real
+  server made slower at serving by a package, as a kernel regression would);
 - glmstack-bystander 1.0 -> 1.1: changes nothing.
 
 Then `glmstack bisect --regression` runs the A/B matrix (tests/data/bisect/ab.yaml) in each
 hybrid, as the B of --glmstack-ab beside the good stack's servers, and must name
 glmstack-slowdown, both ways.
 
-Run:  .venv/bin/python bench/bisect_regression.py [--duty 0.75]
+Run:  .venv/bin/python bench/bisect_regression.py [--duty 0.5]
 Writes bench/results/bisect-regression.json (the report, the answer, the seconds).
 """
 
@@ -48,11 +48,30 @@ def _start():
     subprocess.Popen([sys.executable, "-c", LOOP, str(os.getpid()), os.environ.get("GLMSTACK_SLOWDOWN_DUTY", "DUTY")],
                      env=env, start_new_session=True)
 LOOP = """
-import sys, time, psutil
+import os, sys, time, urllib.request, psutil
 root, duty = psutil.Process(int(sys.argv[1])), float(sys.argv[2])
+cmd = root.cmdline()
+port = cmd[cmd.index("--port") + 1] if "--port" in cmd else "30000"
+# Serving slower, not starting slower: the throttle begins once the server answers /health.
+while root.is_running():
+    try:
+        if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).status == 200:
+            break
+    except Exception:
+        pass
+    time.sleep(0.5)
+tree = []
+def _resume_and_exit(*_):
+    for p in tree:
+        try: p.resume()
+        except psutil.Error: pass
+    sys.exit(0)
+import signal
+signal.signal(signal.SIGTERM, _resume_and_exit)  # never leave the server stopped
 while root.is_running() and root.status() != psutil.STATUS_ZOMBIE:
     try:
-        tree = [root, *root.children(recursive=True)]
+        # not this helper: it is one of the server's children, and would stop itself for good
+        tree = [p for p in (root, *root.children(recursive=True)) if p.pid != os.getpid()]
     except psutil.Error:
         break
     t = time.monotonic()
@@ -96,7 +115,7 @@ def stack(root: Path, wheels: list[Path]) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--duty", type=float, default=0.75)
+    ap.add_argument("--duty", type=float, default=0.5)
     a = ap.parse_args()
     if Path(sys.executable).absolute() != VENV_PY.absolute():
         print(f"run with {VENV_PY}", file=sys.stderr)
