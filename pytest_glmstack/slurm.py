@@ -410,9 +410,13 @@ def _guard(owner: int, state: Path, interval: float = 0.5) -> int:
 
 
 # The step launcher and the results merge live in modules of their own; their names are here too.
-from .slurm_step import (SlurmLauncher, StepProcess, cancel_all, rank_argv, rank_argvs,  # noqa: E402,F401
-                         srun_command, step_argv)
-from .results_merge import merge_results  # noqa: E402,F401
+# Not in the copy `python -m pytest_glmstack.slurm` runs as __main__: slurm_step imports the
+# package's own pytest_glmstack.slurm, which would find slurm_step half imported (the guard died
+# of that ImportError at its start); that copy hands over to the package module below.
+if __name__ != "__main__":
+    from .slurm_step import (SlurmLauncher, StepProcess, cancel_all, rank_argv, rank_argvs,  # noqa: E402,F401
+                             srun_command, step_argv)
+    from .results_merge import merge_results  # noqa: E402,F401
 
 
 def main(argv: list[str]) -> int:
@@ -444,4 +448,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from pytest_glmstack import slurm as _package
+
+    sys.exit(_package.main(sys.argv[1:]))

@@ -343,8 +343,26 @@ def _wait_guard(owner: int, timeout: float = 15) -> list[psutil.Process]:
                   if (p.info["cmdline"] or [])[-3:-1] == ["guard", str(owner)]]
         if guards or time.monotonic() - t0 > timeout:
             assert len(guards) == 1, f"no single Slurm guard for the launching process {owner}: {guards}"
+            time.sleep(1.0)  # a guard that dies at its start (it once did, of an import cycle) is caught here
+            assert guards[0].is_running() and guards[0].status() != psutil.STATUS_ZOMBIE, "the guard died"
             return guards
         time.sleep(0.1)
+
+
+def test_guard_runs_as_its_own_process_and_leaves_when_its_owner_does(tmp_path):
+    """`python -m pytest_glmstack.slurm guard OWNER STATE` (no Slurm needed: nothing to cancel)
+    keeps running while OWNER lives, then exits 0 and removes its state file."""
+    owner = subprocess.Popen(["sleep", "3"])
+    state = tmp_path / "guard-state"
+    state.write_text("\n")
+    guard = subprocess.Popen([sys.executable, "-m", "pytest_glmstack.slurm", "guard", str(owner.pid), str(state)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(1.5)
+    assert guard.poll() is None, f"the guard exited while its owner lives: {guard.communicate()[0]}"
+    owner.wait()
+    out, _ = guard.communicate(timeout=30)
+    assert guard.returncode == 0, out
+    assert not state.exists()
 
 
 def test_killed_pytest_leaves_the_guard_to_cancel_the_step(allocation, tmp_path):
