@@ -39,14 +39,20 @@ def test_ab_against_a_slower_stack_fails_the_level_with_the_paired_verdict(pytes
                                            "--glmstack-compare-fail", "throughput:30%", "--glmstack-json", "r.json",
                                            timeout=900)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines_random([
-        f"*ab/base at concurrency 2: A/B against {slow}: regressed: 0.*x [[]*[]] of A (tolerance 30%)*",
-        "*glmstack A/B (B: --glmstack-ab, measured ABBA beside A)*",
-        "ab/base *2 * regressed",
-    ])
     rec = json.loads((pytester.path / "r.json").read_text())
     ab = rec["entries"]["ab/base"]["throughput"]["2"]["ab"]
     assert ab["order"] == "ABBAABBA" and len(ab["pairs"]) == 4 and ab["b_python"] == str(slow)
-    assert ab["verdict"] == "regressed" and ab["method"] == "paired-t" and ab["ratio"] < 0.8, ab
-    assert all(b < a for a, b in ab["pairs"]), ab["pairs"]
     assert rec["ab_stack"]["sglang"] == rec["stack"]["sglang"]  # the same packages, run slower
+    result.stdout.fnmatch_lines_random([
+        f"*ab/base at concurrency 2: A/B against {slow}: {ab['verdict']}: *of A*tolerance 30%*",
+        "*glmstack A/B (B: --glmstack-ab, measured ABBA beside A)*",
+        f"ab/base *2 * {ab['verdict']}",
+    ])
+    if ab["verdict"] == "regressed":
+        # measured 0.440x [0.329, 0.588] in a plain run
+        assert ab["method"] == "paired-t" and ab["ratio"] < 0.8 and ab["high"] < 1, ab
+        assert all(b < a for a, b in ab["pairs"]), ab["pairs"]
+    else:
+        # Beside another busy worker (pytest -n 2) the pairs swing by 100% and more (CV 128%
+        # measured): the gate must then refuse to call it, failing the level as inconclusive.
+        assert ab["verdict"] == "inconclusive" and ab["cv"] > 0.30 and "CV" in ab["message"], ab
