@@ -72,10 +72,14 @@ class Record:
     phase: str  # warmup | capture | serving
     intentional: bool = False
     count: int = 1
+    # A break inside the stdlib or torch (subprocess.py, threading.py) names no culprit: the
+    # deepest traceback frame outside them does ("flashinfer/jit/cpp_ext.py:73 in get_cuda_version").
+    caller: str = ""
 
     @property
     def where(self) -> str:
-        return f"{self.site} in {self.function}" if self.function else self.site
+        at = f"{self.site} in {self.function}" if self.function else self.site
+        return f"{at}, reached from {self.caller}" if self.caller else at
 
     @property
     def reason_class(self) -> str:
@@ -148,7 +152,7 @@ class Records:
     @classmethod
     def from_dict(cls, d: dict) -> "Records":
         recs = [Record(**{k: r[k] for k in ("kind", "site", "function", "reason", "phase",
-                                              "intentional", "count") if k in r})
+                                              "intentional", "count", "caller") if k in r})
                 for r in (d or {}).get("records", [])]
         return cls(recs, dict((d or {}).get("lines", {})), list((d or {}).get("jit_monitor", [])))
 
@@ -309,18 +313,21 @@ def read(text: str, roots=()) -> Records:
         phase.feed(raw)
 
     # the function of a break site, from whichever traceback of the log shows it
-    functions = {}
+    # (and the caller of a break in the stdlib or torch): a duplicate's traceback is suppressed
+    functions, callers = {}, {}
     parsed = []
     for ev in events:
         rec, frames = (_graph_break(ev, roots) if ev.tag == "graph_breaks" else _recompile(ev, roots))
         for site, fn in frames:
             functions.setdefault(site, fn)
+        if rec.caller:
+            callers.setdefault(rec.site, rec.caller)
         parsed.append(rec)
     out = []
     for rec in parsed:
-        if rec.kind == "graph_break" and not rec.function:
-            rec = Record(rec.kind, rec.site, functions.get(rec.site, ""), rec.reason, rec.phase,
-                         rec.intentional)
+        if rec.kind == "graph_break" and not (rec.function and rec.caller):
+            rec = Record(rec.kind, rec.site, rec.function or functions.get(rec.site, ""), rec.reason, rec.phase,
+                         rec.intentional, caller=rec.caller or callers.get(rec.site, ""))
         out.append(rec)
     for what, fields, phase in jit:
         out.append(_jit_record(what, fields, phase, roots))
@@ -339,7 +346,7 @@ def _graph_break(ev: _Event, roots):
     head = _GB_HEAD.match(ev.head)
     site = _loc(head.group("loc"), roots)
     body = ev.body
-    first_reason, blocks, frames, in_tb = None, [], [], False
+    first_reason, blocks, frames, machinery, in_tb = None, [], [], [], False
     for i, b in enumerate(body):
         s = b.strip()
         if first_reason is None and (s.startswith("Graph Break Reason:") or s.startswith("Reason:")):
@@ -352,6 +359,7 @@ def _graph_break(ev: _Event, roots):
             fm = _FRAME.search(b)
             if fm:
                 frames.append((shorten(fm.group("file"), roots) + ":" + fm.group("line"), fm.group("fn")))
+                machinery.append(_is_machinery(fm.group("file"), frames[-1][0]))
             continue
         if i + 1 < len(body) and body[i + 1].strip().startswith("Explanation:") and s:
             blocks.append([s, body[i + 1].strip()[len("Explanation:"):].strip(), None])
@@ -373,7 +381,17 @@ def _graph_break(ev: _Event, roots):
             function = frames[-1][1]
         else:
             function = next((fn for s_, fn in reversed(frames) if s_ == site), "")
-    return Record("graph_break", site, function, reason, ev.phase, intentional), frames
+    caller = ""
+    if any(m for (s_, _), m in zip(frames, machinery) if s_ == site):
+        caller = next((f"{s_} in {fn}" for (s_, fn), m in zip(reversed(frames), reversed(machinery)) if not m), "")
+    return Record("graph_break", site, function, reason, ev.phase, intentional, caller=caller), frames
+
+
+def _is_machinery(path: str, short: str) -> bool:
+    """A frame of the stdlib or of torch itself: where a break lands, not what caused it."""
+    p = path.replace("\\", "/")
+    pseudo = p.startswith("<") and "/" not in p  # "<string>", "<frozen runpy>"; not "<site>/..."
+    return bool(_STDLIB.search(p)) or short.startswith(("torch/", "functorch/")) or pseudo
 
 
 def _recompile(ev: _Event, roots):
@@ -410,10 +428,10 @@ def _jit_record(what: str, f: dict, phase: str, roots) -> Record:
 def _aggregate(records) -> list:
     counts, first = {}, {}
     for r in records:
-        k = (r.kind, r.site, r.function, r.reason, r.phase, r.intentional)
+        k = (r.kind, r.site, r.function, r.reason, r.phase, r.intentional, r.caller)
         counts[k] = counts.get(k, 0) + r.count
         first.setdefault(k, r)
-    return [Record(*k, count=counts[k]) for k in first]
+    return [Record(*k[:6], count=counts[k], caller=k[6]) for k in first]
 
 
 # --- checks -----------------------------------------------------------------------------------------
@@ -422,14 +440,17 @@ def _allowance_matches(allowance: str, r: Record) -> bool:
     a = allowance.strip()
     if a.startswith("reason:"):
         return re.search(a[len("reason:"):].strip(), r.reason) is not None
-    file = r.site.rsplit(":", 1)[0]
-    return any(fnmatch.fnmatchcase(s, a) for s in (r.site, r.where, file))
+    names = [r.site, r.where, r.site.rsplit(":", 1)[0]]
+    if r.caller:  # a break in the stdlib or torch is allowed by the code that reached it
+        names += [r.caller, r.caller.split(" in ", 1)[0], r.caller.split(":", 1)[0]]
+    return any(fnmatch.fnmatchcase(s, a) for s in names)
 
 
 def problems(records, allow=()) -> tuple:
     """What fails ``clean_compile``: an unintended graph break in any phase, a recompile or a JIT
     compile after ready. ``allow``: site globs (matched against ``file:line``, ``file:line in
-    function`` and ``file``) or ``reason:REGEX``; an allowance covers any problem record it
+    function`` and ``file``, and the same of the caller of a break in the stdlib or torch) or
+    ``reason:REGEX``; an allowance covers any problem record it
     matches. Returns ``(problems, unused_allowances)``: messages, and the allowances that
     matched no problem record."""
     if isinstance(records, dict):
@@ -468,7 +489,7 @@ def diff(saved, new) -> tuple:
             if r.key in out:
                 o = out[r.key]
                 out[r.key] = Record(o.kind, o.site, o.function, o.reason, o.phase, o.intentional,
-                                    o.count + r.count)
+                                    o.count + r.count, o.caller)
             else:
                 out[r.key] = r
         return out

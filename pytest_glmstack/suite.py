@@ -53,9 +53,8 @@ def test_capture(glmstack_server, glmstack_entry, glmstack_capture, glmstack_ses
     """The phases the entry expects were captured as CUDA graphs (none silently disabled, no
     decode batch without a graph) and, with clean_compile, no unintended graph break in any
     phase, no recompile and no JIT compile after warm-up."""
-    try:
-        found = checks.capture(glmstack_session, glmstack_server, glmstack_entry)
-    except CheckFailed as e:
+    found, e = _run(checks.capture, glmstack_session, glmstack_server, glmstack_entry)
+    if e is not None:
         if e.record and e.record.get("records") is not None:
             record(request, "glmstack_compile", e.record["records"])
         pytest.fail(str(e), pytrace=False)
@@ -69,10 +68,9 @@ def test_same_output(glmstack_server, glmstack_entry, glmstack_reference, glmsta
                      glmstack_outputs_dir, glmstack_log_dir, request):
     """Greedy token ids on fixed prompts equal those of the entry named by same_output_as (and,
     when comparing, those of the saved run)."""
-    try:
-        got, problems = checks.outputs(glmstack_session, glmstack_server, glmstack_entry, glmstack_reference,
-                                       glmstack_outputs_dir, glmstack_log_dir)
-    except CheckFailed as e:
+    (got, problems), e = _run(checks.outputs, glmstack_session, glmstack_server, glmstack_entry, glmstack_reference,
+                              glmstack_outputs_dir, glmstack_log_dir, failed=(None, None))
+    if e is not None:
         pytest.fail(str(e), pytrace=False)
     record(request, "glmstack_outputs", [o["output_ids"] for o in got])
     if problems:
@@ -82,9 +80,9 @@ def test_same_output(glmstack_server, glmstack_entry, glmstack_reference, glmsta
 def test_throughput(glmstack_server, glmstack_entry, glmstack_concurrency, glmstack_session, request):
     """Output tok/s at one concurrency level (SGLang's bench_serving) reaches the entry's floor,
     stays under its latency ceilings and, when comparing, has not regressed."""
-    try:
-        rec, problems = checks.throughput(glmstack_session, glmstack_server, glmstack_entry, glmstack_concurrency)
-    except CheckFailed as e:
+    (rec, problems), e = _run(checks.throughput, glmstack_session, glmstack_server, glmstack_entry,
+                              glmstack_concurrency, failed=(None, None))
+    if e is not None:
         pytest.fail(str(e), pytrace=False)
     record(request, "glmstack_throughput", rec)
     if problems:
@@ -93,9 +91,8 @@ def test_throughput(glmstack_server, glmstack_entry, glmstack_concurrency, glmst
 
 def test_probe(glmstack_probe, glmstack_session):
     """A stack probe runs clean in a fresh process (or is dirty with its declared known issue)."""
-    try:
-        result, verdict = checks.probe(glmstack_session, glmstack_probe)
-    except CheckFailed as e:
+    (result, verdict), e = _run(checks.probe, glmstack_session, glmstack_probe, failed=(None, None))
+    if e is not None:
         pytest.fail(str(e), pytrace=False)
     if result.verdict == "skipped":
         pytest.skip(f"probe {glmstack_probe.name}: {result.detail}")
@@ -103,3 +100,12 @@ def test_probe(glmstack_probe, glmstack_session):
         pytest.xfail(verdict.message)
     if not verdict.passed:
         pytest.fail(f"probe {glmstack_probe.name}: {verdict.message}\n{result.output[-4000:]}", pytrace=False)
+
+
+def _run(check, *args, failed=None):
+    """``(check(*args), None)``, or ``(failed, the CheckFailed)``: the test then fails outside the
+    except block, so its report does not repeat the message as a chained exception."""
+    try:
+        return check(*args), None
+    except CheckFailed as e:
+        return failed, e

@@ -225,6 +225,62 @@ def test_records_round_trip_and_compare_across_checkouts(breaks, tmp_path):
     assert cr.diff(saved, saved) == ([], [])
 
 
+STDLIB_BREAK = '''
+import subprocess
+import torch
+
+
+def cuda_version():  # as FlashInfer's JIT asks nvcc for its version
+    return subprocess.check_output(["true"])  # CALLER
+
+
+def quantize(x):
+    cuda_version()
+    return x * 2
+
+
+torch.compile(quantize, backend="eager")(torch.ones(4))
+torch.compile(lambda x: quantize(x) + 1, backend="eager")(torch.ones(4))  # a duplicate: no traceback
+'''
+
+
+def test_a_break_inside_the_stdlib_names_the_code_that_reached_it(tmp_path):
+    """Dynamo breaks at subprocess.py's threading.Lock(), as it did at FlashInfer's
+    get_cuda_version on the H200: the record names the deepest frame outside the stdlib and
+    torch, also for the duplicate whose traceback Dynamo suppressed, and an allowance may name it."""
+    path, line = script(tmp_path, "stdlib_break.py", STDLIB_BREAK)
+    records = cr.read(run(path), roots=[tmp_path])
+    (rec,) = records.of("graph_break")
+    assert rec.site.startswith("subprocess.py:") and rec.function == "__init__"
+    assert rec.caller == f"{line('# CALLER')} in cuda_version" and rec.count == 2
+    (problem,) = cr.problems(records)[0]
+    assert problem.startswith(f"unintended graph break during warmup at {rec.site} in __init__, "
+                              f"reached from {line('# CALLER')} in cuda_version (x2): ")
+    assert cr.problems(records, allow=["stdlib_break.py"]) == ([], [])
+    assert cr.Records.from_dict(json.loads(json.dumps(records.to_dict()))).records == records.records
+
+
+def test_h200_fp4_quantize_under_torch_compile_names_flashinfer():
+    """The real H200 log of FlashInfer's FP4 quantize under --enable-torch-compile
+    (scripts/gpu-verify.sh C, 2026-12-01): Dynamo broke inside subprocess.Popen, reached from
+    FlashInfer's nvcc-version check, in every capture shape."""
+    records = cr.read(raw(LOGS / "h200-0.5.17-fp4-direct-torch-compile.log"))
+    unintended = [r for r in records.of("graph_break", intentional=False)]
+    stdlib = [r for r in unintended if r.site.startswith("subprocess.py:")]
+    assert {r.caller for r in stdlib} == {"flashinfer/jit/cpp_ext.py:73 in get_cuda_version"}
+    assert sum(r.count for r in stdlib) == 24 and {r.phase for r in unintended} == {"capture"}
+    found, _ = cr.problems(records)
+    assert found[0].startswith("unintended graph break during capture at subprocess.py:828 in __init__, "
+                               "reached from flashinfer/jit/cpp_ext.py:73 in get_cuda_version (x24): "
+                               "Attempted to call function marked as skipped")
+    assert any("flashinfer/quantization/fp4_quantization.py:303 in fp4_quantize_sm100" in p for p in found)
+    # the intentional breaks are SGLang's disabled decode attention, as in the torch-compile entry
+    assert {r.site for r in records.of("graph_break", intentional=True)} == {
+        "sglang/srt/layers/attention/triton_backend.py:1841"}
+    assert records.total("graph_break", intentional=True) == 37 and records.total("recompile", "serving") == 0
+    assert cr.problems(records, allow=["flashinfer/*"])[0] == []
+
+
 def test_inductor_and_triton_compiles_through_the_monitor(tmp_path):
     path, line = script(tmp_path, "jit.py", JIT)
     caches = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}

@@ -46,6 +46,14 @@ def _b_python(tmp_path: Path, extra: str) -> Path:
     return py
 
 
+# The tolerance the H200's measured noise supports for this model. The 2-layer model leaves the
+# GPU idle and the host sets the pace: on 2026-12-01, A/B of identical stacks gave a pair CV of
+# 12% (0.937x [0.795, 1.104] over 6 pairs), inconclusive at 5-20%, unchanged at 25%; the capped
+# B, 0.624x [0.555, 0.702], is regressed at every tolerance from 5% to 30%
+# (bench/results/gate-h200.json). A GPU-bound model would gate tighter.
+TOLERANCE = "throughput:25%"
+
+
 @pytest.mark.hopper
 @pytest.mark.gpus(1)
 @pytest.mark.parametrize("b, extra, want", [
@@ -60,7 +68,7 @@ def test_ab_on_the_gpu(pytester, tmp_path, monkeypatch, b, extra, want):
     bpy = _b_python(tmp_path, extra)
     result = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "-p", "no:cacheprovider", "-rA",
                                            "--glmstack-ab", str(bpy), "--glmstack-ab-blocks", "3",
-                                           "--glmstack-compare-fail", "throughput:5%", "--glmstack-json", "r.json",
+                                           "--glmstack-compare-fail", TOLERANCE, "--glmstack-json", "r.json",
                                            timeout=900)
     note(f"ab-{b}.txt", result.stdout.str())
     rec = json.loads((pytester.path / "r.json").read_text())
