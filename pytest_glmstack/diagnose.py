@@ -227,9 +227,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         k = sticky[0]
         return Diagnosis("failed", "port_in_use", _strip(lines[k].body), (lines[k].raw.strip(),),
                          known_issue=_known(catalog, lines, 0, "port_in_use"), phase=phase)
-    return _failed(lines, code, frame_at, live, start, catalog, phase)
+    return _failed(lines, code, frame_at, live, start, catalog, phase, served=0 <= ready_at < live[0])
 
 
+_CHILD_OUTPUT = re.compile(r"^(?:std(?:out|err)|captured std(?:out|err))\b\s*:", re.I)
 _SHARD_READY = re.compile(r"Shard ready in [\d.]+\w* rank=(?P<rank>\d+)")
 _SHARD_WAIT = re.compile(r"Waiting for shard to be ready\.* rank=(?P<rank>\d+)")
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ](\d\d):(\d\d):(\d\d(?:\.\d+)?)")
@@ -274,7 +275,7 @@ def _strip(s: str) -> str:
     return _clean_summary(s.strip())
 
 
-def _failed(lines, code, frame_at, live, start, catalog, phase) -> Diagnosis:
+def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) -> Diagnosis:
     n = len(lines)
 
     def body_at(k):
@@ -284,6 +285,12 @@ def _failed(lines, code, frame_at, live, start, catalog, phase) -> Diagnosis:
     # The causal exception: the first one that is not a mere wrapper ("Engine core initialization
     # failed", "Scheduler hit an exception"): Python prints the cause before what it caused.
     causal = next((r for r in recs if r.name is not None and not _WRAPPER.search(r.head)), None)
+    if causal is not None and any(_CHILD_OUTPUT.match(c) for c in causal.cont):
+        # "Test failed: stdout: ... stderr: <traceback>": the exception quotes the output of a
+        # child process that failed, and the child's own exception, quoted below it, is the cause
+        quoted = next((r for r in recs[recs.index(causal) + 1:] if r.idx - causal.idx <= 60 and r.name is not None
+                       and not _WRAPPER.search(r.head)), None)
+        causal = quoted or causal
     truncated = next((r for r in recs if r.name is None), None)
 
     category = matched = None
@@ -314,6 +321,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase) -> Diagnosis:
                 # with error: <cause>": the cause it quotes first, else a capture failure.
                 matched = body_at(wrapped[0]).strip()
                 category = _rule(_inner(matched) or "")[0] or "cuda_graph_capture"
+    if category == "arch_unsupported" and from_head and _raised_in_build(causal):
+        # a build's own check of the archs it was asked to build for (TORCH_CUDA_ARCH_LIST, the
+        # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
+        category = "flashinfer_jit"
     if category is None and causal is None:
         category = _native_crash_category([ln.body for ln in lines], ev)
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
@@ -368,6 +379,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase) -> Diagnosis:
             evidence.append(line)
 
     category = category or "other"
+    if category == "startup_hang" and served:
+        category = "other"  # a watchdog or timeout while serving: the start-up was over (the server was ready)
     known = _known(catalog, lines, start, category)
     if category == "other" and known is not None:
         category = known.category  # the catalog knows more than the generic rules did
@@ -380,6 +393,15 @@ def _failed(lines, code, frame_at, live, start, catalog, phase) -> Diagnosis:
         category = _vocabulary_category(score) or "other"
     return Diagnosis("failed", category, _clean_summary(summary), tuple(evidence[:8]), origin, caller, raised_at,
                      known, phase)
+
+
+_BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
+
+
+def _raised_in_build(exc) -> bool:
+    """Whether an exception was raised by a build: a JIT's build code or a package's setup.py."""
+    paths = [f.path.replace("\\", "/") for f in (exc.frames if exc is not None else []) if not f.path.startswith("<")]
+    return bool(paths) and bool(_BUILD_FRAME.search(paths[-1]))
 
 
 def _vocab_units(lines, causal, truncated, ev, live, code, frame_at) -> list[tuple[float, str]]:

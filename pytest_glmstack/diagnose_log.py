@@ -83,6 +83,11 @@ _PREFIXES = [re.compile(p) for p in (
 )]
 
 
+# Prefixes that can only open a log record: a pasted log indented by a space or two (quoted in
+# an issue, copied from a terminal) still has them, after that indentation.
+_INDENTED_PREFIX = re.compile(r"^ {1,3}(?=\([^()]*?pid=\d+|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d{4}-\d\d-\d\d[ T]|\[rank\d+\]:|"
+                              + _LVL + r" \d\d-\d\d [\d:.]+ )")
+
 _GLUED = re.compile(r"\n|(?<=\S)(?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\] )")
 
 
@@ -99,6 +104,7 @@ def _split(text: str) -> list[_Line]:
         # tqdm bars are redrawn with '\r'; a record written after one lands on the bar's line.
         for part in _GLUED.split(raw.replace("\r", "\n")) if ("\r" in raw or _GLUED.search(raw)) else (raw,):
             body, level = part.rstrip(), -1
+            body = _INDENTED_PREFIX.sub("", body, count=1)
             for _ in range(8):
                 for rx in _PREFIXES:
                     m = rx.match(body)
@@ -114,7 +120,9 @@ def _split(text: str) -> list[_Line]:
     return out
 
 
-_FRAME_RE = re.compile(r'^\s*(?:[-|]\s*)?File "([^"]+)", line (\d+)(?:, in (\S+))?')
+# A frame: Python's 'File "x.py", line 12, in f', or IPython's 'File /x.py:12, in C.f(self)'.
+_FRAME_RE = re.compile(r'^\s*(?:[-|]\s*)?File (?:"(?=[^"]+", line \d)|(?=[/~.\w][^\s"]*\.py:\d+, in ))'
+                       r'([^"]+?)(?:", line |:)(\d+)(?:, in ([^\s(]+))?')
 _TB_START = "Traceback (most recent call last)"
 _CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 _CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
@@ -122,6 +130,7 @@ _EXC_NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|U
              r"|Exception|Error|Unsupported)")
 _EXC_RE = re.compile(r"^\s{0,12}(?:[-*]\s+)?(?P<name>" + _EXC_NAME + r")(?::\s?(?P<msg>.*)|\s*$)")
 _WARNING_EXC = re.compile(r"Warning\b")
+_SHELL_KILLED = re.compile(r"^Killed\s*$")
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
 
 # Health: the server was ready, served, or a benchmark/test run finished.
@@ -137,7 +146,7 @@ _HEALTH = re.compile("|".join((
     r'"(?:POST|GET) /\S* HTTP/\d(?:\.\d)?" 200\b',
     r"Avg prompt throughput: ",
     r"PERFORMANCE OVERVIEW|Serving Benchmark Result|Successful requests:|Request [Tt]hroughput|Output token throughput|Benchmark duration",
-    r"\.\.\. (?:passed|ok)\s*$|\b\d+ passed\b|All tests passed|Avg bus bandwidth",
+    r"\b\d+ passed\b|All tests passed|Avg bus bandwidth",
     r"Starting vLLM API server|Setting max batch total tokens|^Throughput: [\d.]+ requests/s|Generated text: ",
 )))
 
@@ -152,7 +161,7 @@ _FAIL = re.compile("|".join((
     r"DistBackendError", r"\bGot completion from peer\b.*\b(?:status=[1-9]|error [1-9])|\bvendor err \d+",
     r"^\s*what\(\):\s+\S",  # the message of a C++ exception, after 'terminate called after throwing'
     r"Process group watchdog thread terminated",
-    r"Watchdog caught collective operation timeout", r"\bibv_\w+ failed\b", r"qp creation failed", r"non-zero status: \d+",
+    r"Watchdog caught collective operation timeout", r"\bibv_\w+ failed\b", r"qp creation failed", r"non-zero status: -?\d+",
     r"\bNVSHMEM\b.*\b(?:ERROR|error|failed)\b", r"DeepEP error",
     r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
     r"\bptxas\b.*\b(?:error|fatal)\b",
@@ -161,12 +170,14 @@ _FAIL = re.compile("|".join((
     r"profiled value -\d", r"\bNot enough memory\b", r"CUDA out of memory", r"\bOutOfMemoryError\b",
     r"Cannot allocate memory|can't allocate memory",
     r"is not compatible with the current PyTorch installation", r"no kernel image is available",
+    r"is not a recognized processor for this target",
     r"Shard \d+ failed", r"ShardCannotStart", r"Engine core initialization failed", r"Worker failed with error",
     r"^Original exception:", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace", r"^\s*from user code:\s*$",
     _BIND_FAILED, r"errno: 98", r"Address already in use",
     r"[Ww]atchdog timeout", r"timed out after \d+", r"DistStoreError", r"^Killed\s*$", r"Bus error|Illegal instruction",
     r"\bpanicked at\b",  # a Rust panic (TGI's router and launcher)
     r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)",  # clap's command-line errors
+    r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?)",  # click's
     r"\bDeepEP \w+(?: \w+)? timeout\b", r"\buncorrectable NVLink\b",
 )))
 # Failure evidence only on lines that are not INFO/WARNING records (a warning that something
@@ -191,6 +202,8 @@ _BENIGN = re.compile("|".join((
     r"destroy_process_group\(\) was not called",
     r"^\s*warnings\.warn\(",
     r"server_args=",
+    # NCCL probes for the optional network libraries and plugins and falls back to sockets without them
+    r"NCCL WARN Failed to open lib(?:ibverbs|mlx5|rdmacm|nccl-net)\b",
 )))
 
 
@@ -405,6 +418,8 @@ def _exceptions(lines: list[_Line], code: set[int]) -> list[_Exc]:
                 blanks = 0
                 if not in_user and cont and _new_record(lines[j], lines[i]):
                     break
+                if _SHELL_KILLED.match(cs):
+                    break  # the shell's report that the process was SIGKILLed, not the message
                 cont.append(cs)
                 j += 1
             out.append(_Exc(i, name, msg, cont[:30], frames, user, link, j, raise_src() if frames else ""))

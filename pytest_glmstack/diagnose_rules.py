@@ -24,6 +24,8 @@ _HANG_NOTE = re.compile(r"No available shared memory broadcast block found in \d
 _RULE_SRC = (
     ("bad_flag", r"error: unrecognized arguments|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
+                 # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
+                 r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
                  r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     ("port_in_use", r"address already in use|\[Errno 98\]|errno: 98\b|port \d+ is (?:already )?in use|port is not available"),
@@ -49,10 +51,12 @@ _RULE_SRC = (
                   r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"
                   r"DeepEP \w+(?: \w+)? timeout|uncorrectable NVLink|NVLink error|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
-                  r"/src/host/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
+                  r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
                   r"DistNetworkError|\bgloo\b"),
     ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|"
-                         r"not supported on (?:this|the current|your) (?:GPU|device|architecture|arch)|unsupported (?:GPU |CUDA )?arch|"
+                         r"not supported (?:on|in|by|for) (?:this|the current|your) (?:GPU|device|architecture|arch)|"
+                         # LLVM (Triton's, Inductor's backend) does not know the GPU as a target
+                         r"is not a recognized processor for this target|unsupported (?:GPU |CUDA )?arch|"
                          r"Unsupported architecture|architecture (?:is )?not supported|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
@@ -81,7 +85,9 @@ _RULE_SRC = (
     # a communication library (not by one of its compute kernels under kernels/)
     ("nccl_comm", r"\bIB (?:transport|device|port|HCA|NIC)s?\b|InfiniBand|\bRDMA\b|\bibverbs\b|\bNET/IB\w*\b|"
                   r"Got completion from peer|\bvendor err \d+|Process group watchdog|"
-                  r"(?:CUDA error|Cuda failure):? (?![^\s']*/kernels/)[^\s']*(?:DeepEP|deep_ep|mscclpp|nvshmem|/nccl)"),
+                  r"(?:CUDA error|Cuda failure):? (?![^\s']*/kernels/)[^\s']*(?:DeepEP|deep_ep|mscclpp|nvshmem|/nccl)|"
+                  # ... or by a kernel that moves data between GPUs (intra-/inter-node dispatch and combine)
+                  r"(?:CUDA error|Cuda failure):? [^\s']*/(?:intra|inter)node\w*\.cu\b"),
     # wrappers SGLang prints around a failed capture: only when nothing more specific is found
     ("cuda_graph_capture", r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed|"
                            r"graph capture|cudagraph|capture_end"),
@@ -125,7 +131,9 @@ _REFUSAL = re.compile(
     r"\bdoes not support (?:the |this )?(?:\w+ )?(?:configuration|combination|option|mode|setting)|"
     r"\byou (?:have )?(?:explicitly )?(?:specified|set|passed|chose)\b|\bbut got\b|\bmutually exclusive\b|"
     r"\bplease (?:set|use|specify|pass|remove|disable|enable)\b|\binvalid (?:value|choice|option|combination|setting)s?\b|"
-    r"\bnot a valid\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b", re.I)
+    r"\bnot a valid\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
+    # "Only {'a', 'b'} backends are supported ... Got attention_backend=c"
+    r"\bonly\b[^.\n]{0,80}\b(?:is|are) (?:currently )?supported\b|\bgot [a-z]\w*=", re.I)
 _SETTING = re.compile(
     r"(?<![\w-])--[a-z][\w-]+|"
     r"\b(?:attention|attn|moe|sampling|all2all|a2a|quantization|kv[-_ ]cache|load|speculative|spec|lora|grammar|"
@@ -388,14 +396,19 @@ def _frame_category(exc: _Exc) -> str | None:
     if not frames:
         return None
     paths = [f.path.replace("\\", "/") for f in frames]
-    if any(re.search(r"flashinfer/jit/|deep_gemm/jit|torch/utils/cpp_extension\.py", p) for p in paths):
+    if any(re.search(r"flashinfer/jit/|flashinfer/compilation_context\.py|deep_gemm/jit|torch/utils/cpp_extension\.py", p)
+           for p in paths):
         return "flashinfer_jit"
+    # code compiled at run time ('<string>': eval, exec, a generated launcher) is not where it raised
+    real = [p for p in paths if not p.startswith("<")] or paths
+    if re.search(r"triton/compiler/|triton/backends/\w+/compiler\.py", real[-1]):
+        return "flashinfer_jit"  # raised inside Triton's kernel compiler: a JIT build of a kernel failed
     exc_name = (exc.name or "").split(".")[-1]
     if exc_name in ("AssertionError", "ValueError") and _ARGS_CODE.search(paths[-1]):
         return "bad_flag"  # ServerArgs refusing a combination of flags argparse accepted one by one
     if exc_name == "JSONDecodeError" and any(_ARGS_CODE.search(p) for p in paths):
         return "bad_flag"  # a JSON-valued flag that is not JSON
-    if re.search(r"torch/_(?:dynamo|inductor|functorch)/", paths[-1]):
+    if re.search(r"torch/_(?:dynamo|inductor|functorch)/", real[-1]):
         return "dynamo_other"  # raised inside torch.compile's own machinery
     names = [f.func for f in frames + exc.user_frames] + [short_path(p) for p in paths]
     if any(_CAPTURE_FRAME.search(x) for x in names):

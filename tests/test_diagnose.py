@@ -525,6 +525,108 @@ def test_vocabulary_names_a_failure_no_rule_knows():
     assert (d.verdict, d.category) == ("failed", "other"), d.render()
 
 
+@pytest.mark.parametrize("text", [
+    "Usage: trtllm-serve serve [OPTIONS] MODEL\nTry 'trtllm-serve serve --help' for help.\n\nError: No such option: --max-beams",
+    "Usage: mycli run [OPTIONS]\n\nError: Invalid value for '--tp-size': 'two' is not a valid integer.",
+])
+def test_a_click_command_line_error_is_a_bad_flag(text):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "bad_flag"), d.render()
+
+
+def test_a_log_indented_by_a_space_keeps_its_record_prefixes():
+    text = "\n".join(" (EngineCore pid=7) ERROR 01-02 03:04:05 [core.py:1] " + b for b in (
+        '  File "/x/torch/_dynamo/variables/builtin.py", line 9, in call_function',
+        '    unimplemented("foo")', "torch._dynamo.exc.Unsupported: call_function BuiltinVariable(setattr)"))
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "dynamo_unsupported"), d.render()
+
+
+def test_an_ipython_traceback_has_frames():
+    text = ("-----\nRuntimeError                 Traceback (most recent call last)\n"
+            "File /opt/venv/lib/python3.10/site-packages/torch/_inductor/graph.py:88, in GraphLowering.run(self, *args)\n"
+            "     87 try:\n---> 88     return super().run(*args)\n\n"
+            "File /opt/venv/lib/python3.10/site-packages/torch/_inductor/lowering.py:12, in lower(node)\n"
+            "     11 def lower(node):\n")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "dynamo_other"), d.render()
+    assert d.origin == "torch/_inductor/lowering.py:lower", d.render()
+
+
+def test_nccl_missing_an_optional_network_library_is_no_failure():
+    text = "\n".join(["h:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+                     "h:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+                     "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"])
+    assert diagnose.classify(text, CATALOG).verdict == "incomplete"
+
+
+@pytest.mark.parametrize("text, category", [
+    # NVSHMEM's error print with a negative status
+    ("/opt/nvshmem/src/host/init/init.cu:400: non-zero status: -2 nvshmem bootstrap failed", "nccl_comm"),
+    # a CUDA error in a kernel that moves tokens between GPUs
+    ("RuntimeError: Failed: CUDA error /src/ep/csrc/kernels/intranode.cu:77 'unspecified launch failure'", "nccl_comm"),
+    ("'sm_121' is not a recognized processor for this target (ignoring processor)\n"
+     "RuntimeError: Triton kernel compilation failed", "arch_unsupported"),
+    ("ValueError: type fp8e5 is not supported in this architecture", "arch_unsupported"),
+    ("AssertionError: Only {'fa3', 'flashinfer'} backends are supported with EAGLE. Got attention_backend=triton",
+     "bad_flag"),
+])
+def test_generic_evidence_names_its_category(text, category):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+
+
+def test_a_failure_raised_inside_the_triton_compiler_is_a_jit_build_failure():
+    text = ('Traceback (most recent call last):\n  File "k.py", line 3, in <module>\n    kern[grid](x)\n'
+            '  File "/v/site-packages/triton/compiler/compiler.py", line 200, in compile\n    pm.run(mod)\n'
+            "RuntimeError: PassManager::run failed")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "flashinfer_jit"), d.render()
+
+
+def test_a_builds_own_arch_check_is_a_build_failure():
+    text = ('Traceback (most recent call last):\n  File "/src/pkg/setup.py", line 20, in <module>\n'
+            '    raise RuntimeError("pkg requires sm80+")\nRuntimeError: pkg requires sm80+')
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "flashinfer_jit"), d.render()
+
+
+def test_a_dynamo_frame_under_an_eval_is_dynamo():
+    text = ('Traceback (most recent call last):\n  File "/v/site-packages/torch/_dynamo/guards.py", line 9, in get\n'
+            '    return eval(name, scope)\n  File "<string>", line 1, in <module>\n')
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "dynamo_other"), d.render()
+
+
+def test_a_timeout_while_serving_is_no_startup_hang():
+    text = "\n".join(['[2025-01-01 10:00:00] INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 200 OK',
+                     "[2025-01-01 10:05:00 TP0] Watchdog timeout (self.watchdog_timeout=300)"])
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+    d = diagnose.classify("[2025-01-01 10:05:00 TP0] Watchdog timeout (self.watchdog_timeout=300)", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "startup_hang"), d.render()
+
+
+def test_the_shells_killed_after_an_exception_is_not_its_message():
+    d = diagnose.classify("AssertionError: warm-up request got status 503\n\nKilled", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+    assert diagnose.classify("[1/4] nvcc -c a.cu\nKilled", CATALOG).category == "oom"
+
+
+def test_the_exception_of_a_child_whose_output_a_test_quotes_is_the_cause():
+    text = "\n".join(["E       AssertionError: subprocess failed:", "E         stdout: ", "E         stderr: ",
+                     'E           File "/w/flashinfer/jit/core.py", line 5, in load', "E             build()",
+                     "E         RuntimeError: ninja: build stopped: subcommand failed."])
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "flashinfer_jit"), d.render()
+
+
+def test_passed_cases_of_a_test_run_cut_off_are_not_a_finished_run():
+    cases = "\n".join(f"[testing] case {i} ... passed" for i in range(4))
+    assert diagnose.classify(cases, CATALOG).verdict == "incomplete"
+    assert diagnose.classify(cases + "\n===== 4 passed in 3.2s =====", CATALOG).verdict == "clean"
+
+
 # --- for real: SGLang without the NVIDIA driver library --------------------------------------
 
 

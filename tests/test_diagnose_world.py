@@ -10,11 +10,11 @@ now a tuning set, and its figures here are a regression guard (at least what the
 
 v2 (tests/data/world/v2): 80 logs from other threads, a frozen test set scored once (39/56 right
 category), a tuning set since; v3 (tests/data/world/v3): 74 logs from threads in neither, scored
-once (25/44), a tuning set since. v4 (tests/data/world/v4): 39 logs from threads in none of them,
-the frozen test set now: test_frozen_v4_test_set prints its distance to the project's promise
-(>= 90% right category on failed logs, no healthy log called failed, every incomplete log called
-incomplete or given its category) and fails below what its one scoring run measured. Nothing is
-tuned on it; without it the test fails (it never skips). Select it alone with -k frozen_v4.
+once (25/44), a tuning set since; v4 (tests/data/world/v4): 39 logs from threads in none of them,
+scored once as a frozen test set (18/24), a tuning set since (a claim about unseen logs needs a
+later frozen set). Each of them prints its distance to the project's promise (>= 90% right
+category on failed logs, no healthy log called failed, every incomplete log called incomplete or
+given its category) and fails below the floor the rules reached on it (never skips).
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -292,18 +292,17 @@ def test_project_logs(request):
 # v2 was scored once as a frozen test set (2026-12-01: 39/56 right category, 0/13 healthy called
 # failed, 10/11 incomplete right; docs/diagnosis.md) and has been a tuning set since: the rules
 # were fitted to its misses. These are the figures they reached on it; they may only rise.
-V2_FLOOR = {"right_category": 50, "failed": 56, "healthy_called_failed": 0, "incomplete_ok": 10, "incomplete": 11}
+V2_FLOOR = {"right_category": 54, "failed": 56, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
 
 # v3 was scored once as a frozen test set (2026-12-01, rules of commit 66a7dad: 25/44 right
 # category, 0/18 healthy called failed, 12/12 incomplete right) and is a tuning set since.
-V3_FLOOR = {"right_category": 31, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+V3_FLOOR = {"right_category": 37, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
 
-# What the one scoring run of the frozen v4 set measured (2026-12-01, rules of commit 12bc88e,
-# before any of its logs was seen by them): the issue's promise (MIN_RIGHT_CATEGORY, no healthy
-# log called failed, every incomplete one right) is NOT met on it, and docs/diagnosis.md records
-# it as unmet. It guards against regressions: these figures may only rise. A change fitted to
-# its misses makes it a tuning set, and a claim about unseen logs then needs a v5 set.
-V4_MEASURED = {"right_category": 18, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 7}
+# v4 was scored once as a frozen test set (2026-12-01, rules of commit 12bc88e, before any of its
+# logs was seen by them: 18/24 right category, 0/8 healthy called failed, 6/7 incomplete right;
+# docs/diagnosis.md) and is a tuning set since: the rules were fitted to its misses. These are the
+# figures they reached on it; they may only rise.
+V4_FLOOR = {"right_category": 24, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 7, "incomplete": 7}
 
 
 def _at_least(result: dict, floor: dict, title: str):
@@ -329,11 +328,11 @@ def test_v3_tuning_set(request):
     _at_least(result, V3_FLOOR, "v3 (tuning set; frozen score once: 25/44)")
 
 
-def test_frozen_v4_test_set(request):
-    """The frozen v4 test set: never below what its one scoring run measured; the distance to
-    the project's thresholds is printed (and is the open part of the diagnosis work)."""
+def test_v4_tuning_set(request):
+    """v4, a tuning set since its one frozen score: it was scored once as a frozen test set at
+    18/24 right category and is a tuning set since; never below what the rules reached on it."""
     result = score(frozen_items(V4, "split-v4.json"))
     _keep(request, "v4", result)
     if os.environ.get("GLMSTACK_WORLD_REPORT"):
         Path(os.environ["GLMSTACK_WORLD_REPORT"]).write_text(json.dumps(result, indent=2))
-    _at_least(result, V4_MEASURED, "frozen v4 test set")
+    _at_least(result, V4_FLOOR, "v4 (tuning set; frozen score once: 18/24)")
