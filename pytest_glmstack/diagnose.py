@@ -230,6 +230,8 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     return _failed(lines, code, frame_at, live, start, catalog, phase, served=0 <= ready_at < live[0])
 
 
+# A compiled extension built against another torch or CUDA than the one loading it
+_ABI_MISMATCH = re.compile(r"\bundefined symbol: \w")
 _CHILD_OUTPUT = re.compile(r"^(?:std(?:out|err)|captured std(?:out|err))\b\s*:", re.I)
 _SHARD_READY = re.compile(r"Shard ready in [\d.]+\w* rank=(?P<rank>\d+)")
 _SHARD_WAIT = re.compile(r"Waiting for shard to be ready\.* rank=(?P<rank>\d+)")
@@ -301,8 +303,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         inner = _inner(head)
         if _CAPTURE_WRAPPER.search(head):
             wrapper_cat = "cuda_graph_capture"
+        abi = bool(_ABI_MISMATCH.search(head) or _ABI_MISMATCH.search(causal.nested or ""))
+        # a binary built against another torch/CUDA: the rest of the message (the arch-specific
+        # paths it tried, the GPU it saw) names no cause
         for t in ([inner] if inner else []) + [head if not wrapper_cat else "", causal.nested or "",
-                                                "\n".join(causal.cont) if not wrapper_cat else ""]:
+                                                "\n".join(causal.cont) if not (wrapper_cat or abi) else ""]:
             category, matched = _rule(t)
             if category:
                 from_head = t == head or t == inner
@@ -384,8 +389,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     known = _known(catalog, lines, start, category)
     if category == "other" and known is not None:
         category = known.category  # the catalog knows more than the generic rules did
-    if category == "other":
+    abi = causal is not None and bool(_ABI_MISMATCH.search(causal.head) or _ABI_MISMATCH.search(causal.nested or ""))
+    if category == "other" and not abi:
         # no rule, frame or catalog entry names it: the category whose words dominate, if one does
+        # (not for a binary built against another torch/CUDA: the words of its path, sm100/,
+        # cuda/, name no cause)
         score = _vocabulary(_vocab_units(lines, causal, truncated, ev, live, code, frame_at),
                             (causal.frames + causal.user_frames) if causal is not None else
                             (truncated.frames if truncated is not None else []),

@@ -64,13 +64,15 @@ _LVL = r"(?P<lvl>TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _PREFIXES = [re.compile(p) for p in (
     r"^[A-Za-z][\w.-]*?(?:-\d+)?\s+\|\s(?=\S)",  # docker compose: 'vllm-1  | ', 'deepseek-v32-exp | '
     r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s*(?:\|\s?)?",  # ISO / loguru timestamps
-    r"^-?\s*" + _LVL + r"\s*-\s+(?:[\w.]+:\d+\s+-\s+)?",  # python logging: '- INFO - ', 'ERROR   - x.py:12 - '
+    # python logging: '- INFO - ', 'ERROR   - x.py:12 - ', and its default format's '- lmdeploy - ERROR - '
+    r"^-?\s*(?:[\w.-]+ - (?=" + _LVL[len("(?P<lvl>"):-1] + r"\s*-\s))?" + _LVL + r"\s*-\s+(?:[\w.]+:\d+\s+-\s+)?",
     r"^\([^()]*?pid=\d+(?:, ip=[\w.:-]+)?\)\s?",  # vLLM / Ray: '(EngineCore_DP0 pid=123) ', '(RayWorkerWrapper pid=1, ip=10.0.0.7) '
     r"^\[rank\d+\]:\s?",  # torchrun: '[rank0]: '
     r"^\[(?P<lvl>[IWEF])\s?\d{3,4} [\d:.]+ [^\]]*\]\s?",  # c10d: '[W208 00:55:32.444 socket.cpp:487] '
     r"^\[(?P<lvl>[IWEF]) [\w.]+:\d+\]\s?",  # '[E ProcessGroupNCCL.cpp:828] '
     r"^(?P<lvl>[IWEFV])\d{4} [\d:.]+\s+\d+ [\w/.<>-]+:\d+\]\s?(?:\[[\d/]+\]\s?)?",  # glog: 'W1110 17:56:13.3 77 f.py:1550] [0/8] '
     r"^" + _LVL + r" \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]+:\d+\])\s?",  # vLLM: 'ERROR 10-25 13:08:43 [core.py:708] '
+    r"^" + _LVL + r" \d+ \[[\w.]+:\d+\]\s?",  # level, pid, [file:line]: 'ERROR 228 [http_server.py:734] '
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\]\s?",  # SGLang: '[2025-04-14 15:27:35 TP0] '
     r"^" + _LVL + r":?\s+(?:[a-z][\w-]*[-_][\w-]*: |[\w.-]+\.py:\d+[:\]]? )?",  # 'WARNING x.py:16: ', 'INFO shard-manager: ', 'INFO:     '
     r"^(?:[a-z][\w-]*: )?text_generation_[\w:]+: (?:[\w/.]+\.rs:\d+: )?",  # TGI targets
@@ -170,7 +172,8 @@ _FAIL = re.compile("|".join((
     r"profiled value -\d", r"\bNot enough memory\b", r"CUDA out of memory", r"\bOutOfMemoryError\b",
     r"Cannot allocate memory|can't allocate memory",
     r"is not compatible with the current PyTorch installation", r"no kernel image is available",
-    r"is not a recognized processor for this target",
+    r"is not a recognized processor for this target", r"^LLVM ERROR: ",
+    r"\.(?:cu|cuh)\(\d+\): error\b", r"\b\d+ errors? detected in the compilation of\b", r"CUDA_ERROR_INVALID_IMAGE",
     r"Shard \d+ failed", r"ShardCannotStart", r"Engine core initialization failed", r"Worker failed with error",
     r"^Original exception:", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace", r"^\s*from user code:\s*$",
     _BIND_FAILED, r"errno: 98", r"Address already in use",
@@ -179,6 +182,8 @@ _FAIL = re.compile("|".join((
     r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)",  # clap's command-line errors
     r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?)",  # click's
     r"\bDeepEP \w+(?: \w+)? timeout\b", r"\buncorrectable NVLink\b",
+    r"\bKVTransferError\b", r"\bNIXL_ERR_[A-Z_]+",  # KV-cache transfer engines (Mooncake, NIXL)
+    r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
 )))
 # Failure evidence only on lines that are not INFO/WARNING records (a warning that something
 # "failed" is often survived; a bare line or an ERROR record saying so is not).

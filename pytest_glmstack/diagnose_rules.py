@@ -40,6 +40,9 @@ _RULE_SRC = (
                      r"recompile_limit|cache_size_limit|torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
     # Dynamo's footer and user-code listing without a named exception: most often a graph break
     ("dynamo_unsupported", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace|^\s*from user code:\s*$"),
+    # NCCL's own report that an allocation failed: memory, not the network (the peers' "connection
+    # closed by remote peer" that follows is the consequence)
+    ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)"),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
@@ -52,11 +55,15 @@ _RULE_SRC = (
                   r"DeepEP \w+(?: \w+)? timeout|uncorrectable NVLink|NVLink error|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
                   r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
-                  r"DistNetworkError|\bgloo\b"),
+                  r"DistNetworkError|\bgloo\b|"
+                  # KV-cache transfer engines between instances (disaggregated prefill/decode)
+                  r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b"),
     ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|"
                          r"not supported (?:on|in|by|for) (?:this|the current|your) (?:GPU|device|architecture|arch)|"
                          # LLVM (Triton's, Inductor's backend) does not know the GPU as a target
                          r"is not a recognized processor for this target|unsupported (?:GPU |CUDA )?arch|"
+                         # LLVM cannot emit an instruction of the target (tcgen05, wgmma: an arch's own ISA)
+                         r"LLVM ERROR: Cannot select: intrinsic %llvm\.nvvm\.|"
                          r"Unsupported architecture|architecture (?:is )?not supported|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
@@ -74,6 +81,9 @@ _RULE_SRC = (
                          r"only supports? (?:\w+ )?(?:GPUs?|Ampere|Hopper|Blackwell|Ada|Turing|sm_?\d+)|"
                          r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
+                       # nvcc's own diagnostics, and a built kernel image the driver refuses to load
+                       r"\.(?:cu|cuh)\(\d+\): error\b|\b\d+ errors? detected in the compilation of\b|"
+                       r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"
                        r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
                        r"fatal error: [\w./-]+\.h: No such file|compilation terminated|error: command '[^']*' failed|nvcc fatal|"
                        r"Could not find nvcc|nvcc: not found|CUDA_HOME environment variable is not set|invalid ELF header|"
@@ -92,7 +102,9 @@ _RULE_SRC = (
     ("cuda_graph_capture", r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed|"
                            r"graph capture|cudagraph|capture_end"),
     ("startup_hang", r"[Ww]atchdog timeout|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
-                     r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock|\bTimeoutError\b"),
+                     r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock|\bTimeoutError\b|"
+                     # a request of the start-up (the warm-up's) that got no answer in its time
+                     r"\bRead timed out\. \(read timeout=\d+"),
 )
 _RULES: list[tuple[str, re.Pattern]] = [
     (c, re.compile(p, re.MULTILINE | (0 if c.startswith("dynamo") else re.IGNORECASE))) for c, p in _RULE_SRC

@@ -679,3 +679,44 @@ def test_real_server_without_libcuda_is_the_known_issue(tiny_model, tmp_path):
     out = json.loads(subprocess.run([sys.executable, "-m", "pytest_glmstack", "diagnose", str(log), "--json"],
                                     capture_output=True, text=True).stdout)
     assert out["known_issue"] == "nvidia-driver-library-missing" and "libcuda.so.1" in out["summary"]
+
+
+@pytest.mark.parametrize("text, category, known", [
+    # NCCL's own allocation failure, with the peer's consequence printed first
+    ("n1:10:11 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer n1<4000>\n"
+     "n1:10:11 [0] NCCL INFO transport.cc:33 -> 3\n"
+     "n1:12:13 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
+     "n1:12:13 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 1048576 bytes", "oom", "nccl-proxy-out-of-memory"),
+    ("LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.wgmma.fence.sync.aligned\nFatal Python error: Aborted\n",
+     "arch_unsupported", "triton-llvm-cannot-select-arch-intrinsic"),
+    ("/home/u/.cache/jit/kernel.cu(42): error: identifier \"__nanosleep_v2\" is undefined\n\n"
+     "1 error detected in the compilation of \"kernel.cu\".", "flashinfer_jit", None),
+    ("RuntimeError: Triton Error [CUDA]: device kernel image is invalid", "flashinfer_jit", None),
+    ("2024-01-02 03:04:05,678 - mytool - INFO - starting\n"
+     "2024-01-02 03:04:06,001 - mytool - ERROR - RuntimeError: CUDA driver error: 200 (CUDA_ERROR_INVALID_IMAGE)",
+     "flashinfer_jit", None),
+    ("[2026-01-02 03:04:05 TP0] Decode transfer failed for request rank=0 with exception KVTransferError(room=1): "
+     "Failed to get segment descriptor", "nccl_comm", None),
+    ("2026-01-02T03:04:05.000Z ERROR worker.run: nixlBackendError('NIXL_ERR_REMOTE_DISCONNECT')", "nccl_comm", None),
+    ("ERROR 12 [http_server.py:700] Initialization failed. warmup error: urllib3.exceptions.ReadTimeoutError: "
+     "HTTPConnectionPool(host='127.0.0.1', port=30000): Read timed out. (read timeout=600)", "startup_hang", None),
+    ("ImportError: /venv/lib/python3.12/site-packages/myext/sm90/_ops.so: undefined symbol: _ZNK3c106SymInt6sym_neERKS0_",
+     "other", "compiled-extension-abi-mismatch"),
+])
+def test_failures_that_read_like_another_category(text, category, known):
+    """A rule each: an allocation failure inside NCCL, LLVM without the target's instruction, nvcc's
+    own diagnostics, a kernel image the driver refuses, python logging's default format with a
+    logger name, KV-transfer engines, a warm-up request that timed out, and an extension built
+    against another torch (its arch-specific path names no cause)."""
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+    assert (d.known_issue.id if d.known_issue else None) == known, d.render()
+
+
+def test_a_model_table_with_an_unavailable_model_is_a_failure():
+    text = ("I0102 03:04:05.000 1 server.cc:677]\n+---------+---------+---------------------------+\n"
+            "| Model   | Version | Status                    |\n+---------+---------+---------------------------+\n"
+            "| encoder | 1       | READY                     |\n"
+            "| llm     | 1       | UNAVAILABLE: Internal: no |\n|         |         | such key 'num_layers'     |\n")
+    assert diagnose.classify(text, CATALOG).failed
+    assert diagnose.classify(text.replace("UNAVAILABLE: Internal: no", "READY                    "), CATALOG).verdict != "failed"

@@ -16,9 +16,8 @@ the project's promise (>= 90% right category on failed logs, no healthy log call
 incomplete log called incomplete or given its category) and fails below the floor the rules
 reached on it (never skips).
 
-v5 (tests/data/world/v5): 54 logs from 54 threads in none of v1-v4, the frozen test set now:
-test_frozen_v5_test_set prints its distance to the promise and fails below what its one scoring
-run measured. Nothing is tuned on it. Select it alone with -k frozen_v5.
+v5 (tests/data/world/v5): 54 logs from 54 threads in none of v1-v4, scored once as a frozen test
+set (15/33), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -343,14 +342,15 @@ def test_v4_tuning_set(request):
     _at_least(result, V4_FLOOR, "v4 (tuning set; frozen score once: 18/24)")
 
 
-# v5, the frozen test set: scored once (2026-12-01, rules of commit c37494a, before any of its
-# logs was seen by them or by whoever tuned them: 15/33 right category, 0/9 healthy called
-# failed, 12/12 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
-V5_MEASURED = {"right_category": 15, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+# v5 was scored once as a frozen test set (2026-12-01, rules of commit c37494a, before any of its
+# logs was seen by them or by whoever tuned them: 15/33 right category, 0/9 healthy called failed,
+# 12/12 incomplete right; docs/diagnosis.md) and is a tuning set since. These are the figures the
+# rules reached on it; they may only rise.
+V5_FLOOR = {"right_category": 23, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
 
 
-def test_frozen_v5_test_set(request):
-    """v5, the frozen test set: prints the distance to the promise; fails below its one score."""
+def test_v5_tuning_set(request):
+    """v5, a tuning set since its one frozen score (15/33): never below what the rules reached on it."""
     result = score(frozen_items(V5, "split-v5.json"))
     _keep(request, "v5", result)
-    _at_least(result, V5_MEASURED, "frozen v5 test set")
+    _at_least(result, V5_FLOOR, "v5 (tuning set; frozen score once: 15/33)")
