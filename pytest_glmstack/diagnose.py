@@ -151,7 +151,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         b = ln.body
         if not b.strip():
             continue
-        if _HEALTH.search(b) and not _is_benign(ln.raw):
+        if _HEALTH.search(b) and not _is_benign(ln.raw) and not _STALLED.search(b):
             health.append(k)
         ph = _phase_of(b)
         if ph is not None and not frame_at[k]:
@@ -172,6 +172,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if ln.level >= 3 or _FAIL.search(b) or weak or (
                 not quiet and em and not _WARNING_EXC.search(em["name"]) and (em["msg"] or k + 1 < n)):
             fails.append(k)
+            if _C10_WHERE.match(b):
+                # c10::Error prints its message on the line above "Exception raised from ..."
+                above = next((j for j in range(k - 1, max(-1, k - 4), -1) if bodies[j].strip()), None)
+                if above is not None and above not in fails:
+                    fails.append(above)
     # vLLM's "no shared memory broadcast block" note means a hang only if nothing happened after it.
     last_phase_line = max((k for k, st, _ in phases if st is not None), default=-1)
     fails += [k for k in hang_notes if k > last_phase_line]
@@ -228,6 +233,25 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         return Diagnosis("failed", "port_in_use", _strip(lines[k].body), (lines[k].raw.strip(),),
                          known_issue=_known(catalog, lines, 0, "port_in_use"), phase=phase)
     return _failed(lines, code, frame_at, live, start, catalog, phase, served=0 <= ready_at < live[0])
+
+
+# vLLM's periodic metrics with requests running and nothing generated: a stall, not health
+_STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, Running: [1-9]")
+_C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
+_INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
+_DYNAMO_UNSUPPORTED_EXC = re.compile(r"\b(?:Unsupported|UserError|Unsupported\w*Error)\b")
+
+
+def head_of(exc) -> str:
+    return exc.head if exc is not None else ""
+
+
+def _dynamo_internal(exc) -> bool:
+    """An exception other than Dynamo's Unsupported raised inside Dynamo's own code (an
+    AssertionError in torch/_dynamo/variables/): Dynamo failed, it did not refuse the code."""
+    if exc is None or exc.name is None or _DYNAMO_UNSUPPORTED_EXC.search(exc.name) or not exc.frames:
+        return False
+    return "torch/_dynamo/" in exc.frames[-1].path.replace("\\", "/")
 
 
 # A compiled extension built against another torch or CUDA than the one loading it
@@ -306,11 +330,14 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         abi = bool(_ABI_MISMATCH.search(head) or _ABI_MISMATCH.search(causal.nested or ""))
         # a binary built against another torch/CUDA: the rest of the message (the arch-specific
         # paths it tried, the GPU it saw) names no cause
-        for t in ([inner] if inner else []) + [head if not wrapper_cat else "", causal.nested or "",
+        # an exception whose message starts on the next line ("DistNetworkError:\n The server
+        # socket has failed to listen ...\n EADDRINUSE"): those lines are its message
+        said = head if causal.msg.strip() or wrapper_cat else "\n".join([head, *causal.cont[:6]])
+        for t in ([inner] if inner else []) + [said if not wrapper_cat else "", causal.nested or "",
                                                 "\n".join(causal.cont) if not (wrapper_cat or abi) else ""]:
             category, matched = _rule(t)
             if category:
-                from_head = t == head or t == inner
+                from_head = t in (head, inner, said)
                 break
     # The evidence around the cause: what was printed up to the end of the causal record (ninja
     # output, NCCL WARN lines, C++ error prints) or, without a Python exception, all of it.
@@ -330,6 +357,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # a build's own check of the archs it was asked to build for (TORCH_CUDA_ARCH_LIST, the
         # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
         category = "flashinfer_jit"
+    if category == "dynamo_unsupported" and _dynamo_internal(causal):
+        category = "dynamo_other"
     if category is None and causal is None:
         category = _native_crash_category([ln.body for ln in lines], ev)
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
@@ -350,6 +379,13 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
         if category is None:
             category = _frame_category(r)
+    if category == "dynamo_other" and any(r is not None and (_INDUCTOR_WRAPPER.search(head_of(r)) or
+                                                             _INDUCTOR_WRAPPER.search(r.raise_src or ""))
+                                          for r in (causal, truncated)):
+        # Inductor's wrapper around what failed inside it: a cause the evidence names wins
+        inside, line = _rule("\n".join(body_at(k) for k in ev if not _INDUCTOR_WRAPPER.search(body_at(k))))
+        if inside == "arch_unsupported":  # (not "out of resource": Inductor's autotuning survives it)
+            category, matched = inside, line
 
     # Origin: the causal exception's frames (Dynamo's 'from user code' frames when it lists them).
     origin = caller = raised_at = None

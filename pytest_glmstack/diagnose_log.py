@@ -70,7 +70,8 @@ _PREFIXES = [re.compile(p) for p in (
     r"^\[rank\d+\]:\s?",  # torchrun: '[rank0]: '
     r"^\[(?P<lvl>[IWEF])\s?\d{3,4} [\d:.]+ [^\]]*\]\s?",  # c10d: '[W208 00:55:32.444 socket.cpp:487] '
     r"^\[(?P<lvl>[IWEF]) [\w.]+:\d+\]\s?",  # '[E ProcessGroupNCCL.cpp:828] '
-    r"^(?P<lvl>[IWEFV])\d{4} [\d:.]+\s+\d+ [\w/.<>-]+:\d+\]\s?(?:\[[\d/]+\]\s?)?",  # glog: 'W1110 17:56:13.3 77 f.py:1550] [0/8] '
+    # glog: 'W1110 17:56:13.3 77 f.py:1550] [0/8] ' (on Windows 'Lib\site-packages\torch\x.py:715]')
+    r"^(?P<lvl>[IWEFV])\d{4} [\d:.]+\s+\d+ [\w/\\.<>:-]+:\d+\]\s?(?:\[[\d/]+\]\s?)?",
     r"^" + _LVL + r" \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]+:\d+\])\s?",  # vLLM: 'ERROR 10-25 13:08:43 [core.py:708] '
     r"^" + _LVL + r" \d+ \[[\w.]+:\d+\]\s?",  # level, pid, [file:line]: 'ERROR 228 [http_server.py:734] '
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\]\s?",  # SGLang: '[2025-04-14 15:27:35 TP0] '
@@ -184,6 +185,8 @@ _FAIL = re.compile("|".join((
     r"\bDeepEP \w+(?: \w+)? timeout\b", r"\buncorrectable NVLink\b",
     r"\bKVTransferError\b", r"\bNIXL_ERR_[A-Z_]+",  # KV-cache transfer engines (Mooncake, NIXL)
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
+    r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)
+    r"^Exception raised from \w+ at \S+:\d+",  # c10::Error's location line
 )))
 # Failure evidence only on lines that are not INFO/WARNING records (a warning that something
 # "failed" is often survived; a bare line or an ERROR record saying so is not).

@@ -28,7 +28,8 @@ _RULE_SRC = (
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
                  r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
-    ("port_in_use", r"address already in use|\[Errno 98\]|errno: 98\b|port \d+ is (?:already )?in use|port is not available"),
+    ("port_in_use", r"address already in use|\[Errno 98\]|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
+                    r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)"),
     ("dynamo_unsupported", r"torch\._dynamo\.exc\.Unsupported|^\s*Unsupported[: ]\s*\S|\bUnsupported: |Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
     # errors that only happen while a CUDA graph is being captured
@@ -42,7 +43,9 @@ _RULE_SRC = (
     ("dynamo_unsupported", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace|^\s*from user code:\s*$"),
     # NCCL's own report that an allocation failed: memory, not the network (the peers' "connection
     # closed by remote peer" that follows is the consequence)
-    ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)"),
+    ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|"
+            # NVSHMEM prints the CUDA driver's status: 2 is CUDA_ERROR_OUT_OF_MEMORY
+            r"non-zero status: 2 cuMem(?:Create|Alloc\w*|Map)\b"),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
@@ -55,7 +58,7 @@ _RULE_SRC = (
                   r"DeepEP \w+(?: \w+)? timeout|uncorrectable NVLink|NVLink error|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
                   r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
-                  r"DistNetworkError|\bgloo\b|"
+                  r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|"
                   # KV-cache transfer engines between instances (disaggregated prefill/decode)
                   r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b"),
     ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|"
@@ -64,6 +67,7 @@ _RULE_SRC = (
                          r"is not a recognized processor for this target|unsupported (?:GPU |CUDA )?arch|"
                          # LLVM cannot emit an instruction of the target (tcgen05, wgmma: an arch's own ISA)
                          r"LLVM ERROR: Cannot select: intrinsic %llvm\.nvvm\.|"
+                         r"\bonly supports? (?:Ampere|Hopper|Ada|Turing|Volta|Blackwell|sm_?\d+)\w* GPUs? or newer|"
                          r"Unsupported architecture|architecture (?:is )?not supported|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
@@ -82,7 +86,9 @@ _RULE_SRC = (
                          r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
-                       r"\.(?:cu|cuh)\(\d+\): error\b|\b\d+ errors? detected in the compilation of\b|"
+                       # (not a package's own source build: its sources sit under csrc/)
+                       r"^(?!.*/csrc/)\S+\.(?:cu|cuh)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"
+                       r"^LLVM ERROR: |"
                        r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"
                        r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
                        r"fatal error: [\w./-]+\.h: No such file|compilation terminated|error: command '[^']*' failed|nvcc fatal|"

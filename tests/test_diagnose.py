@@ -720,3 +720,48 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
             "| llm     | 1       | UNAVAILABLE: Internal: no |\n|         |         | such key 'num_layers'     |\n")
     assert diagnose.classify(text, CATALOG).failed
     assert diagnose.classify(text.replace("UNAVAILABLE: Internal: no", "READY                    "), CATALOG).verdict != "failed"
+
+
+@pytest.mark.parametrize("text, category", [
+    # the message on the lines after the exception's name
+    ("torch.distributed.DistNetworkError:\nThe server socket has failed to listen on any local network address.\n"
+     "code: -98,\nname: EADDRINUSE,\nmessage: address already in use", "port_in_use"),
+    ("RuntimeError: Detected mismatch between collectives on ranks. Rank 3 is running collective: "
+     "CollectiveFingerPrint(OpType=ALLREDUCE), but Rank 0 is running collective: CollectiveFingerPrint(OpType=BROADCAST)",
+     "nccl_comm"),
+    # an assertion inside Dynamo's own code is Dynamo failing, not refusing the code
+    ('  File "/venv/lib/python3.12/site-packages/torch/_dynamo/variables/dicts.py", line 10, in getitem\n'
+     "    assert isinstance(key, str)\nAssertionError:\n\nfrom user code:\n"
+     '   File "/app/model.py", line 5, in forward\n    return self.d[k]\n', "dynamo_other"),
+    ("/src/host/mem/mem_heap.cpp:100: non-zero status: 2 cuMemCreate failed\n", "oom"),
+    ("LLVM ERROR: Failed to compute parent layout for slice layout.\nFatal Python error: Aborted", "flashinfer_jit"),
+    ("Loading model\nRuntimeError: KernelX only supports Ampere GPUs or newer.\n", "arch_unsupported"),
+    # c10::Error: the message is the line above "Exception raised from"
+    ("!!! Exception during processing !!! MyKernel only supports Hopper GPUs or newer.\n"
+     "Exception raised from run_fwd at C:\\src\\api.cpp:370 (most recent call first):\n"
+     "00007FF c10.dll!c10::Error::Error [<unknown file> @ <unknown line number>]", "arch_unsupported"),
+    # Inductor's wrapper around a Triton dtype the GPU lacks
+    ("E1105 18:09:29.303000 9336 Lib\\site-packages\\torch\\_inductor\\runtime\\triton_heuristics.py:715] [0/0] "
+     "ValueError(\"type fp8e4nv not supported in this architecture.\")\nTraceback (most recent call last):\n"
+     '  File "C:\\venv\\Lib\\site-packages\\torch\\_inductor\\compile_fx.py", line 923, in _compile_fx_inner\n'
+     "    raise InductorError(e, currentframe()).with_traceback(\n", "arch_unsupported"),
+    ("2025-01-02T03:04:05.000Z  INFO engine::worker: VLLM: Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'",
+     "nccl_comm"),
+])
+def test_more_failures_that_read_like_another_category(text, category):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+
+
+def test_a_dynamo_refusal_stays_unsupported():
+    text = ('  File "/venv/lib/python3.12/site-packages/torch/_dynamo/exc.py", line 10, in unimplemented\n'
+            "    raise Unsupported(msg)\ntorch._dynamo.exc.Unsupported: call_function UserDefinedObjectVariable(x)\n")
+    assert diagnose.classify(text, CATALOG).category == "dynamo_unsupported"
+
+
+def test_requests_running_with_nothing_generated_are_no_health():
+    stall = "(APIServer pid=1) INFO 06-22 17:39:49 [loggers.py:273] Engine 000: Avg prompt throughput: 0.0 tokens/s, " \
+            "Avg generation throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs"
+    assert diagnose.classify("\n".join([stall] * 4), CATALOG).verdict == "incomplete"
+    serving = stall.replace("Avg generation throughput: 0.0", "Avg generation throughput: 812.4")
+    assert diagnose.classify("\n".join([serving] * 4), CATALOG).verdict == "clean"

@@ -18,9 +18,7 @@ reached on it (never skips).
 
 v5 (tests/data/world/v5): 54 logs from 54 threads in none of v1-v4, scored once as a frozen test
 set (15/33), a tuning set since. v6 (tests/data/world/v6): 56 logs from 56 threads in none of
-v1-v5, the frozen test set now: test_frozen_v6_test_set prints its distance to the promise and
-fails below what its one scoring run measured. Nothing is tuned on it. Select it alone with
--k frozen_v6.
+v1-v5, scored once as a frozen test set (26/39), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -360,14 +358,15 @@ def test_v5_tuning_set(request):
     _at_least(result, V5_FLOOR, "v5 (tuning set; frozen score once: 15/33)")
 
 
-# v6, the frozen test set: scored once (2026-12-01, rules of commit 242cc95, before any of its
+# v6 was scored once as a frozen test set (2026-12-01, rules of commit 242cc95, before any of its
 # logs was seen by them or by whoever tuned them: 26/39 right category, 0/8 healthy called
-# failed, 8/9 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
-V6_MEASURED = {"right_category": 26, "failed": 39, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
+# failed, 8/9 incomplete right; docs/diagnosis.md) and is a tuning set since. These are the
+# figures the rules reached on it; they may only rise.
+V6_FLOOR = {"right_category": 35, "failed": 39, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
 
 
-def test_frozen_v6_test_set(request):
-    """v6, the frozen test set: prints the distance to the promise; fails below its one score."""
+def test_v6_tuning_set(request):
+    """v6, a tuning set since its one frozen score (26/39): never below what the rules reached on it."""
     result = score(frozen_items(V6, "split-v6.json"))
     _keep(request, "v6", result)
-    _at_least(result, V6_MEASURED, "frozen v6 test set")
+    _at_least(result, V6_FLOOR, "v6 (tuning set; frozen score once: 26/39)")
