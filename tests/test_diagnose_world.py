@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 from pathlib import Path
+
+import pytest
 
 from pytest_glmstack import diagnose
 
@@ -224,13 +225,6 @@ def frozen_items(root: Path, split_name: str):
         yield f, path.read_text(errors="replace"), r["outcome"], r.get("category"), False
 
 
-def v2_items():
-    return frozen_items(V2, "split-v2.json")
-
-
-def v3_items():
-    return frozen_items(V3, "split-v3.json")
-
 
 def _keep(request, key, result):
     cache = getattr(request.config, "cache", None)
@@ -324,42 +318,11 @@ def _at_least(result: dict, floor: dict, title: str):
     assert result["incomplete_ok"] >= floor["incomplete_ok"], report(title, result)
 
 
-def test_v2_tuning_set(request):
-    """v2, a tuning set since its one frozen score: never below what the rules reached on it."""
-    result = score(v2_items())
-    _keep(request, "v2", result)
-    _at_least(result, V2_FLOOR, "v2 (tuning set; frozen score once: 39/56)")
-
-
-def test_v3_tuning_set(request):
-    """v3, a tuning set since its one frozen score: never below what the rules reached on it."""
-    result = score(v3_items())
-    _keep(request, "v3", result)
-    _at_least(result, V3_FLOOR, "v3 (tuning set; frozen score once: 25/44)")
-
-
-def test_v4_tuning_set(request):
-    """v4, a tuning set since its one frozen score: it was scored once as a frozen test set at
-    18/24 right category and is a tuning set since; never below what the rules reached on it."""
-    result = score(frozen_items(V4, "split-v4.json"))
-    _keep(request, "v4", result)
-    if os.environ.get("GLMSTACK_WORLD_REPORT"):
-        Path(os.environ["GLMSTACK_WORLD_REPORT"]).write_text(json.dumps(result, indent=2))
-    _at_least(result, V4_FLOOR, "v4 (tuning set; frozen score once: 18/24)")
-
-
 # v5 was scored once as a frozen test set (2026-12-01, rules of commit c37494a, before any of its
 # logs was seen by them or by whoever tuned them: 15/33 right category, 0/9 healthy called failed,
 # 12/12 incomplete right; docs/diagnosis.md) and is a tuning set since. These are the figures the
 # rules reached on it; they may only rise.
 V5_FLOOR = {"right_category": 23, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
-
-
-def test_v5_tuning_set(request):
-    """v5, a tuning set since its one frozen score (15/33): never below what the rules reached on it."""
-    result = score(frozen_items(V5, "split-v5.json"))
-    _keep(request, "v5", result)
-    _at_least(result, V5_FLOOR, "v5 (tuning set; frozen score once: 15/33)")
 
 
 # v6 was scored once as a frozen test set (2026-12-01, rules of commit 242cc95, before any of its
@@ -369,11 +332,22 @@ def test_v5_tuning_set(request):
 V6_FLOOR = {"right_category": 35, "failed": 39, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
 
 
-def test_v6_tuning_set(request):
-    """v6, a tuning set since its one frozen score (26/39): never below what the rules reached on it."""
-    result = score(frozen_items(V6, "split-v6.json"))
-    _keep(request, "v6", result)
-    _at_least(result, V6_FLOOR, "v6 (tuning set; frozen score once: 26/39)")
+TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
+    ("v2", "split-v2.json", V2_FLOOR, "39/56"),
+    ("v3", "split-v3.json", V3_FLOOR, "25/44"),
+    ("v4", "split-v4.json", V4_FLOOR, "18/24"),
+    ("v5", "split-v5.json", V5_FLOOR, "15/33"),
+    ("v6", "split-v6.json", V6_FLOOR, "26/39"),
+]
+
+
+@pytest.mark.parametrize("name, split, floor, once", TUNING_SETS, ids=[t[0] for t in TUNING_SETS])
+def test_tuning_set(request, name, split, floor, once):
+    """A set scored once as a frozen test set and tuned on since: never below what the rules
+    reached on it."""
+    result = score(frozen_items(WORLD / name, split))
+    _keep(request, name, result)
+    _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
 # v7, the frozen test set: scored once (2026-12-01, rules of commit f72d916, before any of its
