@@ -242,10 +242,6 @@ _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend
 _DYNAMO_UNSUPPORTED_EXC = re.compile(r"\b(?:Unsupported|UserError|Unsupported\w*Error)\b")
 
 
-def head_of(exc) -> str:
-    return exc.head if exc is not None else ""
-
-
 def _dynamo_internal(exc) -> bool:
     """An exception other than Dynamo's Unsupported raised inside Dynamo's own code (an
     AssertionError in torch/_dynamo/variables/): Dynamo failed, it did not refuse the code."""
@@ -318,6 +314,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                        and not _WRAPPER.search(r.head)), None)
         causal = quoted or causal
     truncated = next((r for r in recs if r.name is None), None)
+    # a binary built against another torch/CUDA: the rest of its message (the arch-specific paths
+    # the loader tried, the GPU it saw) names no cause
+    abi = causal is not None and bool(_ABI_MISMATCH.search(causal.head) or _ABI_MISMATCH.search(causal.nested or ""))
 
     category = matched = None
     from_head = False
@@ -327,9 +326,6 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         inner = _inner(head)
         if _CAPTURE_WRAPPER.search(head):
             wrapper_cat = "cuda_graph_capture"
-        abi = bool(_ABI_MISMATCH.search(head) or _ABI_MISMATCH.search(causal.nested or ""))
-        # a binary built against another torch/CUDA: the rest of the message (the arch-specific
-        # paths it tried, the GPU it saw) names no cause
         # an exception whose message starts on the next line ("DistNetworkError:\n The server
         # socket has failed to listen ...\n EADDRINUSE"): those lines are its message
         said = head if causal.msg.strip() or wrapper_cat else "\n".join([head, *causal.cont[:6]])
@@ -379,8 +375,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
         if category is None:
             category = _frame_category(r)
-    if category == "dynamo_other" and any(r is not None and (_INDUCTOR_WRAPPER.search(head_of(r)) or
-                                                             _INDUCTOR_WRAPPER.search(r.raise_src or ""))
+    if category == "dynamo_other" and any(r is not None and _INDUCTOR_WRAPPER.search(f"{r.head}\n{r.raise_src}")
                                           for r in (causal, truncated)):
         # Inductor's wrapper around what failed inside it: a cause the evidence names wins
         inside, line = _rule("\n".join(body_at(k) for k in ev if not _INDUCTOR_WRAPPER.search(body_at(k))))
@@ -425,11 +420,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     known = _known(catalog, lines, start, category)
     if category == "other" and known is not None:
         category = known.category  # the catalog knows more than the generic rules did
-    abi = causal is not None and bool(_ABI_MISMATCH.search(causal.head) or _ABI_MISMATCH.search(causal.nested or ""))
     if category == "other" and not abi:
         # no rule, frame or catalog entry names it: the category whose words dominate, if one does
-        # (not for a binary built against another torch/CUDA: the words of its path, sm100/,
-        # cuda/, name no cause)
         score = _vocabulary(_vocab_units(lines, causal, truncated, ev, live, code, frame_at),
                             (causal.frames + causal.user_frames) if causal is not None else
                             (truncated.frames if truncated is not None else []),

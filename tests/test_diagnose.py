@@ -525,15 +525,6 @@ def test_vocabulary_names_a_failure_no_rule_knows():
     assert (d.verdict, d.category) == ("failed", "other"), d.render()
 
 
-@pytest.mark.parametrize("text", [
-    "Usage: trtllm-serve serve [OPTIONS] MODEL\nTry 'trtllm-serve serve --help' for help.\n\nError: No such option: --max-beams",
-    "Usage: mycli run [OPTIONS]\n\nError: Invalid value for '--tp-size': 'two' is not a valid integer.",
-])
-def test_a_click_command_line_error_is_a_bad_flag(text):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", "bad_flag"), d.render()
-
-
 def test_a_log_indented_by_a_space_keeps_its_record_prefixes():
     text = "\n".join(" (EngineCore pid=7) ERROR 01-02 03:04:05 [core.py:1] " + b for b in (
         '  File "/x/torch/_dynamo/variables/builtin.py", line 9, in call_function',
@@ -560,7 +551,11 @@ def test_nccl_missing_an_optional_network_library_is_no_failure():
     assert diagnose.classify(text, CATALOG).verdict == "incomplete"
 
 
-@pytest.mark.parametrize("text, category", [
+GENERIC_EVIDENCE = [
+    # click's command-line errors
+    ("Usage: trtllm-serve serve [OPTIONS] MODEL\nTry 'trtllm-serve serve --help' for help.\n\nError: No such option: --max-beams",
+     "bad_flag"),
+    ("Usage: mycli run [OPTIONS]\n\nError: Invalid value for '--tp-size': 'two' is not a valid integer.", "bad_flag"),
     # NVSHMEM's error print with a negative status
     ("/opt/nvshmem/src/host/init/init.cu:400: non-zero status: -2 nvshmem bootstrap failed", "nccl_comm"),
     # a CUDA error in a kernel that moves tokens between GPUs
@@ -570,10 +565,7 @@ def test_nccl_missing_an_optional_network_library_is_no_failure():
     ("ValueError: type fp8e5 is not supported in this architecture", "arch_unsupported"),
     ("AssertionError: Only {'fa3', 'flashinfer'} backends are supported with EAGLE. Got attention_backend=triton",
      "bad_flag"),
-])
-def test_generic_evidence_names_its_category(text, category):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", category), d.render()
+]
 
 
 def test_a_failure_raised_inside_the_triton_compiler_is_a_jit_build_failure():
@@ -722,7 +714,7 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     assert diagnose.classify(text.replace("UNAVAILABLE: Internal: no", "READY                    "), CATALOG).verdict != "failed"
 
 
-@pytest.mark.parametrize("text, category", [
+@pytest.mark.parametrize("text, category", GENERIC_EVIDENCE + [
     # the message on the lines after the exception's name
     ("torch.distributed.DistNetworkError:\nThe server socket has failed to listen on any local network address.\n"
      "code: -98,\nname: EADDRINUSE,\nmessage: address already in use", "port_in_use"),
@@ -748,7 +740,7 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("2025-01-02T03:04:05.000Z  INFO engine::worker: VLLM: Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'",
      "nccl_comm"),
 ])
-def test_more_failures_that_read_like_another_category(text, category):
+def test_generic_evidence_names_its_category(text, category):
     d = diagnose.classify(text, CATALOG)
     assert (d.verdict, d.category) == ("failed", category), d.render()
 

@@ -357,3 +357,26 @@ def test_fake_nvml_of_an_in_process_run_does_not_leak(pytester):
     result.stdout.fnmatch_lines(["*found 2 x NVIDIA H200*"])
     assert hardware.load_nvml is original
     assert hardware.detect().describe() == before
+
+
+def test_a_failed_check_reports_its_message_once(pytester):
+    """The suite's tests fail outside the except block of a CheckFailed: pytest does not print
+    the message again as "During handling of the above exception"."""
+    pytester.makepyfile("""
+        import pytest
+        from pytest_glmstack.errors import CheckFailed
+        from pytest_glmstack.suite import _run
+
+        def check():
+            raise CheckFailed("entry x: decode was not captured")
+
+        def test_check():
+            _, e = _run(check)
+            if e is not None:
+                pytest.fail(str(e), pytrace=False)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "During handling of the above exception" not in out, out
+    assert out.count("entry x: decode was not captured") == 1, out
