@@ -105,24 +105,26 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     plot = saved.with_suffix(".png")
     assert plot.read_bytes()[:4] == b"\x89PNG"
     first.stdout.fnmatch_lines([f"glmstack: throughput plot {plot}"])
-    # A baseline that claims a hundred times the concurrency-2 figure: only that test regresses
-    # (ten times is within what a loaded 2-core machine swings between two runs: 54 -> 445 tok/s seen).
+    # A baseline that claims ten thousand times the concurrency-2 figure: only that test regresses
+    # (ten times is within what a loaded 2-core machine swings between two runs: 54 -> 445 tok/s
+    # seen, and the untouched c1 level fell to 0.206x of its saved figure beside another xdist worker).
     cell = data["entries"]["tp/base"]["throughput"]["2"]
-    cell["median"] *= 100
+    cell["median"] *= 10000
     # Every repeat too: the compare decides on all of them, not on the median alone.
-    cell["repeats"] = [x * 100 for x in cell["repeats"]]
+    cell["repeats"] = [x * 10000 for x in cell["repeats"]]
     for run in cell.get("runs") or []:
-        run["output_throughput"] *= 100
+        run["output_throughput"] *= 10000
     (pytester.path / "doctored.json").write_text(json.dumps(data))
-    # A wide tolerance: the shared machine's run-to-run noise must not fail the untouched c1 level.
+    # A wide tolerance: the shared machine's run-to-run noise (one short repeat a level) must not
+    # fail the untouched c1 level; the doctored c2 level stays far beyond it.
     second = pytester.runpytest_subprocess("--glmstack-matrix", "m.yaml", "-p", "no:cacheprovider", "-rA",
                                            "--glmstack-compare", "doctored.json",
-                                           "--glmstack-compare-fail", "throughput:50%", timeout=900)
+                                           "--glmstack-compare-fail", "throughput:95%", timeout=900)
     second.assert_outcomes(passed=1, failed=1)
     second.stdout.fnmatch_lines_random([
         "PASSED *::test_throughput[[]tp/base/c1[]]",
         "FAILED *::test_throughput[[]tp/base/c2[]]*",
-        "*tp/base at concurrency 2: regressed: *x of the saved run (tolerance 50%*): * tok/s, the saved run *",
+        "*tp/base at concurrency 2: regressed: *x of the saved run (tolerance 95%*): * tok/s, the saved run *",
         "tp/base *2 * regressed",
     ])
 
