@@ -375,7 +375,8 @@ def test_a_failed_check_reports_its_message_once(pytester):
             if e is not None:
                 pytest.fail(str(e), pytrace=False)
     """)
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    # -rN: the short summary repeats the message at wide terminals (CI), truncates it at narrow ones
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rN")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "During handling of the above exception" not in out, out
