@@ -239,6 +239,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
 _STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, Running: [1-9]")
 _C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
+# A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher
+# stubs, Inductor's C++ wrappers) that exited non-zero: a JIT build failure, whoever wraps it
+_COMPILER_RUN_FAILED = re.compile(r"CalledProcessError: Command '\[?'(?:[^']*/)?(?:ccache/)?(?:gcc|g\+\+|cc|c\+\+|clang\+\+|clang|nvcc|ninja)(?:-\d+)?'"
+                                  r"[^\n]*returned non-zero exit status")
 _DYNAMO_UNSUPPORTED_EXC = re.compile(r"\b(?:Unsupported|UserError|Unsupported\w*Error)\b")
 
 
@@ -381,6 +385,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         inside, line = _rule("\n".join(body_at(k) for k in ev if not _INDUCTOR_WRAPPER.search(body_at(k))))
         if inside == "arch_unsupported":  # (not "out of resource": Inductor's autotuning survives it)
             category, matched = inside, line
+        else:
+            said = [causal.head, *causal.cont] if causal is not None else []
+            run = next((m for t in said + [body_at(k) for k in ev] for m in [_COMPILER_RUN_FAILED.search(t)] if m), None)
+            if run is not None:
+                category, matched = "flashinfer_jit", run.group(0)
 
     # Origin: the causal exception's frames (Dynamo's 'from user code' frames when it lists them).
     origin = caller = raised_at = None
@@ -431,7 +440,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                      known, phase)
 
 
-_BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
+_BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
 
 
 def _raised_in_build(exc) -> bool:

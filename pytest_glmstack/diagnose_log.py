@@ -187,6 +187,8 @@ _FAIL = re.compile("|".join((
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
     r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)
     r"^Exception raised from \w+ at \S+:\d+",  # c10::Error's location line
+    # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"
+    r"\bNCCL failure \S+\.(?:cu|cc|cpp|c|h):\d+ '",
 )))
 # Failure evidence only on lines that are not INFO/WARNING records (a warning that something
 # "failed" is often survived; a bare line or an ERROR record saying so is not).

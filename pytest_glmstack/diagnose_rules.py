@@ -236,7 +236,7 @@ _FRAME_VOCAB = (
     ("nccl_comm", re.compile(r"(?:^|/)(?:nccl|mscclpp|nvshmem|pynccl\w*|custom_all_reduce\w*|"
                              r"distributed_c10d|device_communicators)(?:/|\.py|$)|torch/distributed/|"
                              r"flashinfer/comm/|/\w*(?:all_?reduce|mnnvl)\w*\.py$")),
-    ("flashinfer_jit", re.compile(r"flashinfer/jit/|deep_gemm/jit|torch/utils/cpp_extension|triton/(?:runtime/build|backends/nvidia/compiler)")),
+    ("flashinfer_jit", re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension|triton/(?:runtime/build|backends/nvidia/compiler)")),
     ("dynamo_other", re.compile(r"torch/_(?:dynamo|inductor)/")),
     ("cuda_graph_capture", re.compile(r"cuda_graph_runner|cpu_graph_runner|piecewise_cuda_graph|torch/cuda/graphs\.py|cudagraph")),
 )
@@ -414,7 +414,7 @@ def _frame_category(exc: _Exc) -> str | None:
     if not frames:
         return None
     paths = [f.path.replace("\\", "/") for f in frames]
-    if any(re.search(r"flashinfer/jit/|flashinfer/compilation_context\.py|deep_gemm/jit|torch/utils/cpp_extension\.py", p)
+    if any(re.search(r"flashinfer/jit/|flashinfer/compilation_context\.py|deep_gemm/jit/|torch/utils/cpp_extension\.py", p)
            for p in paths):
         return "flashinfer_jit"
     # code compiled at run time ('<string>': eval, exec, a generated launcher) is not where it raised

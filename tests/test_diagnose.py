@@ -568,6 +568,18 @@ GENERIC_EVIDENCE = [
 ]
 
 
+def test_a_kernels_own_shape_assertion_is_no_build_failure():
+    """deep_gemm/jit_kernels/ holds the kernels' Python entry points, deep_gemm/jit/ its compiler:
+    an assertion on the arguments of a kernel is no JIT build failure."""
+    text = ('Traceback (most recent call last):\n  File "/t/test.py", line 9, in <module>\n    gemm(a, b, out)\n'
+            '  File "/v/site-packages/deep_gemm/jit_kernels/gemm.py", line 50, in gemm\n    assert n % 64 == 0\n'
+            "AssertionError")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+    d = diagnose.classify(text.replace("deep_gemm/jit_kernels/gemm.py", "deep_gemm/jit/compiler.py"), CATALOG)
+    assert (d.verdict, d.category) == ("failed", "flashinfer_jit"), d.render()
+
+
 def test_a_failure_raised_inside_the_triton_compiler_is_a_jit_build_failure():
     text = ('Traceback (most recent call last):\n  File "k.py", line 3, in <module>\n    kern[grid](x)\n'
             '  File "/v/site-packages/triton/compiler/compiler.py", line 200, in compile\n    pm.run(mod)\n'
@@ -739,6 +751,16 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
      "    raise InductorError(e, currentframe()).with_traceback(\n", "arch_unsupported"),
     ("2025-01-02T03:04:05.000Z  INFO engine::worker: VLLM: Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'",
      "nccl_comm"),
+    # the NCCLCHECK print of nccl-tests, with and without the host's name
+    ("#  Rank  0 Group  0 Pid 10 on host device  0 [0x01] NVIDIA H100\nhost: Test NCCL failure common.cu:900 'internal error'",
+     "nccl_comm"),
+    ("#       bytes    N    type\nNCCL failure sendrecv.cu:40 'unhandled system error'", "nccl_comm"),
+    # Inductor's wrapper around a C compiler building Triton's launcher stub
+    ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/cc', '/tmp/x/main.c', '-O3', "
+     "'-shared', '-o', '/tmp/x/launcher.so']' returned non-zero exit status 1.", "flashinfer_jit"),
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+     "CalledProcessError: Command '['/opt/gcc-12', '/tmp/y/main.c', '-shared']' returned non-zero exit status 1.",
+     "flashinfer_jit"),
 ])
 def test_generic_evidence_names_its_category(text, category):
     d = diagnose.classify(text, CATALOG)
