@@ -19,9 +19,11 @@ reached on it (never skips).
 v5 (tests/data/world/v5): 54 logs from 54 threads in none of v1-v4, scored once as a frozen test
 set (15/33), a tuning set since. v6 (tests/data/world/v6): 56 logs from 56 threads in none of
 v1-v5, scored once as a frozen test set (26/39), a tuning set since. v7 (tests/data/world/v7): 45
-logs from 45 threads in none of v1-v6, the frozen test set now: test_frozen_v7_test_set prints
-its distance to the promise and fails below what its one scoring run measured. Nothing is tuned
-on it. Select it alone with -k frozen_v7.
+logs from 45 threads in none of v1-v6, scored once (21/27), a tuning set since. v8
+(tests/data/world/v8): 48 logs from public sources in none of v1-v7 (issue threads, and
+troubleshooting documents that paste an error with its cause), the frozen test set now:
+test_frozen_v8_test_set prints its distance to the promise and fails below what its one scoring
+run measured. Nothing is tuned on it. Select it alone with -k frozen_v8.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -332,12 +334,20 @@ V5_FLOOR = {"right_category": 23, "failed": 33, "healthy_called_failed": 0, "inc
 V6_FLOOR = {"right_category": 35, "failed": 39, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
 
 
+# v7 was scored once as a frozen test set (2026-12-01, rules of commit f72d916, before any of its
+# logs was seen by them or by whoever tuned them: 21/27 right category, 0/5 healthy called
+# failed, 11/13 incomplete right; docs/diagnosis.md) and is a tuning set since. These are the
+# figures the rules reached on it; they may only rise.
+V7_FLOOR = {"right_category": 27, "failed": 27, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 13}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
     ("v4", "split-v4.json", V4_FLOOR, "18/24"),
     ("v5", "split-v5.json", V5_FLOOR, "15/33"),
     ("v6", "split-v6.json", V6_FLOOR, "26/39"),
+    ("v7", "split-v7.json", V7_FLOOR, "21/27"),
 ]
 
 
@@ -350,14 +360,17 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v7, the frozen test set: scored once (2026-12-01, rules of commit f72d916, before any of its
-# logs was seen by them or by whoever tuned them: 21/27 right category, 0/5 healthy called
-# failed, 11/13 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
-V7_MEASURED = {"right_category": 21, "failed": 27, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 13}
 
 
-def test_frozen_v7_test_set(request):
-    """v7, the frozen test set: prints the distance to the promise; fails below its one score."""
-    result = score(frozen_items(V7, "split-v7.json"))
-    _keep(request, "v7", result)
-    _at_least(result, V7_MEASURED, "frozen v7 test set")
+V8 = WORLD / "v8"
+# v8, the frozen test set: scored once (2026-12-01, rules of commit bf4e3cd, before any of its
+# logs was seen by them or by whoever tuned them: 23/37 right category, 0/5 healthy called
+# failed, 6/6 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
+V8_MEASURED = {"right_category": 23, "failed": 37, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+
+
+def test_frozen_v8_test_set(request):
+    """v8, the frozen test set: prints the distance to the promise; fails below its one score."""
+    result = score(frozen_items(V8, "split-v8.json"))
+    _keep(request, "v8", result)
+    _at_least(result, V8_MEASURED, "frozen v8 test set")
