@@ -255,6 +255,8 @@ def _dynamo_internal(exc) -> bool:
 
 
 # A compiled extension built against another torch or CUDA than the one loading it
+_ARCH_ASSERT = re.compile(r"^\s*assert\b.*(?:\bis_sm_?\d+\w*|\bsm_?\d+\w*_supported\b|\bis_(?:hopper|blackwell|ampere|ada|turing|volta)\w*|"
+                          r"device_capability|compute_capability|\bget_arch\w*\()", re.I)
 _ABI_MISMATCH = re.compile(r"\bundefined symbol: \w")
 _CHILD_OUTPUT = re.compile(r"^(?:std(?:out|err)|captured std(?:out|err))\b\s*:", re.I)
 _SHARD_READY = re.compile(r"Shard ready in [\d.]+\w* rank=(?P<rank>\d+)")
@@ -365,6 +367,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         if category is None and r.raise_src:
             # the raise statement under the innermost frame names what was raised
             category, _ = _rule(r.raise_src)
+        if category is None and r.raise_src and _ARCH_ASSERT.search(r.raise_src):
+            category = "arch_unsupported"  # an assert on the GPU's generation ("assert is_sm90_supported()")
     if category is None and _refused_setting(causal):
         category = "bad_flag"
     if causal is not None and wrapper_cat is None:

@@ -187,6 +187,10 @@ _FAIL = re.compile("|".join((
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
     r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)
     r"^Exception raised from \w+ at \S+:\d+",  # c10::Error's location line
+    r"\bCUDA runtime error\b", r"^\[TM\]\[(?:ERROR|FATAL)\]",  # lmdeploy's TurboMind engine
+    # MPI launchers that could not start the job (Open MPI, PMI under Slurm)
+    r"\bPMI2?_Init failed\b", r"was not built with SLURM's PMI support", r"An error occurred in MPI_\w+", r"MPI_ABORT was invoked",
+    r"\bNVRM: Xid\b",  # the kernel driver's report of a GPU fault (dmesg)
     # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"
     r"\bNCCL failure \S+\.(?:cu|cc|cpp|c|h):\d+ '",
 )))

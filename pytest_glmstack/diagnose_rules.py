@@ -50,6 +50,7 @@ _RULE_SRC = (
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
             r"max_total_num_tokens.*(?:too small|<=? ?0)|larger than the maximum number of tokens that can be stored in KV cache|"
+            r"KV cache is needed, which is larger than the available\s+KV cache memory|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$"),
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
@@ -70,6 +71,8 @@ _RULE_SRC = (
                          r"\bonly supports? (?:Ampere|Hopper|Ada|Turing|Volta|Blackwell|sm_?\d+)\w* GPUs? or newer|"
                          r"Unsupported architecture|architecture (?:is )?not supported|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
+                         # a CHECK on the arch: "This kernel requires 10.x architecture. Current device has SM 120"
+                         r"requires (?:SM ?)?\d+(?:\.x)? architecture|Current device has SM ?\d+|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
                          r"requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)|"
                          r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_ARCH_MISMATCH|"
@@ -103,7 +106,7 @@ _RULE_SRC = (
                   r"Got completion from peer|\bvendor err \d+|Process group watchdog|"
                   r"(?:CUDA error|Cuda failure):? (?![^\s']*/kernels/)[^\s']*(?:DeepEP|deep_ep|mscclpp|nvshmem|/nccl)|"
                   # ... or by a kernel that moves data between GPUs (intra-/inter-node dispatch and combine)
-                  r"(?:CUDA error|Cuda failure):? [^\s']*/(?:intra|inter)node\w*\.cu\b"),
+                  r"(?:CUDA error|Cuda failure|Assertion failed):? [^\s']*/(?:intra|inter)node\w*\.cu\b"),
     # wrappers SGLang prints around a failed capture: only when nothing more specific is found
     ("cuda_graph_capture", r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed|"
                            r"graph capture|cudagraph|capture_end"),

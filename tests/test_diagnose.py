@@ -755,6 +755,24 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("#  Rank  0 Group  0 Pid 10 on host device  0 [0x01] NVIDIA H100\nhost: Test NCCL failure common.cu:900 'internal error'",
      "nccl_comm"),
     ("#       bytes    N    type\nNCCL failure sendrecv.cu:40 'unhandled system error'", "nccl_comm"),
+    # lmdeploy's TurboMind records
+    ("engine_cfg:\nTurbomindEngineConfig(tp=1)\n[TM][ERROR] CUDA runtime error: out of memory /src/turbomind/core/allocator.cc:49",
+     "oom"),
+    # an MPI launcher that cannot start the job
+    ("-----\nPMI2_Init failed to initialize.  Return code: 14\n-----", "other"),
+    ("*** An error occurred in MPI_Init_thread\n*** on a NULL communicator", "other"),
+    # the kernel driver's report of a GPU fault
+    ("NVRM: Xid (PCI:0000:01:00): 13, pid=7, name=python3, Graphics Exception", "other"),
+    # vLLM's KV cache too small for one request, wrapped as a document wraps it
+    ("ValueError: To serve at least one request with the model's max seq len (8192), (2.00 GiB KV cache is\n"
+     "needed, which is larger than the available KV cache memory (1.00 GiB).", "oom"),
+    # a CHECK on the GPU's generation
+    ("RuntimeError: Check failed: major == 9 (8 vs. 9) : This kernel requires 9.x architecture. Current device has SM 80",
+     "arch_unsupported"),
+    ('Traceback (most recent call last):\n  File "/v/site-packages/pkg/layers/moe.py", line 30, in __init__\n'
+     "    assert is_sm90_supported() or is_sm100_supported()\nAssertionError", "arch_unsupported"),
+    # DeepEP's device-side assertion in its inter-node kernels
+    ("Assertion failed: /src/DeepEP/csrc/kernels/internode_ll.cu:100, condition: num_recv_tokens != 0", "nccl_comm"),
     # Inductor's wrapper around a C compiler building Triton's launcher stub
     ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/cc', '/tmp/x/main.c', '-O3', "
      "'-shared', '-o', '/tmp/x/launcher.so']' returned non-zero exit status 1.", "flashinfer_jit"),
