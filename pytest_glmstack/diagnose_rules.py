@@ -73,6 +73,8 @@ _RULE_SRC = (
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
                          # a CHECK on the arch: "This kernel requires 10.x architecture. Current device has SM 120"
                          r"requires (?:SM ?)?\d+(?:\.x)? architecture|Current device has SM ?\d+|"
+                         # vLLM's attention selector: no backend for this model on this GPU
+                         r"No valid attention backend found for cuda\b|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
                          r"requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)|"
                          r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_ARCH_MISMATCH|"

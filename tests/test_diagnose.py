@@ -771,6 +771,8 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
      "arch_unsupported"),
     ('Traceback (most recent call last):\n  File "/v/site-packages/pkg/layers/moe.py", line 30, in __init__\n'
      "    assert is_sm90_supported() or is_sm100_supported()\nAssertionError", "arch_unsupported"),
+    ("ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, use_mla=True)",
+     "arch_unsupported"),
     # DeepEP's device-side assertion in its inter-node kernels
     ("Assertion failed: /src/DeepEP/csrc/kernels/internode_ll.cu:100, condition: num_recv_tokens != 0", "nccl_comm"),
     # Inductor's wrapper around a C compiler building Triton's launcher stub
