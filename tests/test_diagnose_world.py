@@ -21,9 +21,8 @@ set (15/33), a tuning set since. v6 (tests/data/world/v6): 56 logs from 56 threa
 v1-v5, scored once as a frozen test set (26/39), a tuning set since. v7 (tests/data/world/v7): 45
 logs from 45 threads in none of v1-v6, scored once (21/27), a tuning set since. v8
 (tests/data/world/v8): 48 logs from public sources in none of v1-v7 (issue threads, and
-troubleshooting documents that paste an error with its cause), the frozen test set now:
-test_frozen_v8_test_set prints its distance to the promise and fails below what its one scoring
-run measured. Nothing is tuned on it. Select it alone with -k frozen_v8.
+troubleshooting documents that paste an error with its cause), scored once (23/37), a tuning set
+since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -341,6 +340,12 @@ V6_FLOOR = {"right_category": 35, "failed": 39, "healthy_called_failed": 0, "inc
 V7_FLOOR = {"right_category": 27, "failed": 27, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 13}
 
 
+# v8 was scored once as a frozen test set (2026-12-01, rules of commit bf4e3cd, before any of its
+# logs was seen by them or by whoever tuned them: 23/37 right category, 0/5 healthy called
+# failed, 6/6 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V8_FLOOR = {"right_category": 32, "failed": 37, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -348,6 +353,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v5", "split-v5.json", V5_FLOOR, "15/33"),
     ("v6", "split-v6.json", V6_FLOOR, "26/39"),
     ("v7", "split-v7.json", V7_FLOOR, "21/27"),
+    ("v8", "split-v8.json", V8_FLOOR, "23/37"),
 ]
 
 
@@ -358,19 +364,3 @@ def test_tuning_set(request, name, split, floor, once):
     result = score(frozen_items(WORLD / name, split))
     _keep(request, name, result)
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
-
-
-
-
-V8 = WORLD / "v8"
-# v8, the frozen test set: scored once (2026-12-01, rules of commit bf4e3cd, before any of its
-# logs was seen by them or by whoever tuned them: 23/37 right category, 0/5 healthy called
-# failed, 6/6 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
-V8_MEASURED = {"right_category": 23, "failed": 37, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
-
-
-def test_frozen_v8_test_set(request):
-    """v8, the frozen test set: prints the distance to the promise; fails below its one score."""
-    result = score(frozen_items(V8, "split-v8.json"))
-    _keep(request, "v8", result)
-    _at_least(result, V8_MEASURED, "frozen v8 test set")
