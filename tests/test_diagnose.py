@@ -706,12 +706,20 @@ def test_real_server_without_libcuda_is_the_known_issue(tiny_model, tmp_path):
      "HTTPConnectionPool(host='127.0.0.1', port=30000): Read timed out. (read timeout=600)", "startup_hang", None),
     ("ImportError: /venv/lib/python3.12/site-packages/myext/sm90/_ops.so: undefined symbol: _ZNK3c106SymInt6sym_neERKS0_",
      "other", "compiled-extension-abi-mismatch"),
+    ("RuntimeError: Check failed: major == 10 (12 vs. 10) : MoE kernel requires 10.x architecture. Current device has SM 120",
+     "arch_unsupported", "flashinfer-trtllm-moe-sm10x-only"),
+    ("--------\nThe application appears to have been direct launched using \"srun\",\n"
+     "but OMPI was not built with SLURM's PMI support and therefore cannot\nexecute.", "other",
+     "openmpi-direct-launch-without-pmi"),
+    ("ValueError: No valid attention backend found for cuda with\nAttentionSelectorConfig(head_size=576, "
+     "dtype=torch.bfloat16,\nuse_mla=True, use_sparse=True)", "arch_unsupported", "vllm-no-mla-sparse-attention-backend-sm120"),
 ])
 def test_failures_that_read_like_another_category(text, category, known):
     """A rule each: an allocation failure inside NCCL, LLVM without the target's instruction, nvcc's
     own diagnostics, a kernel image the driver refuses, python logging's default format with a
-    logger name, KV-transfer engines, a warm-up request that timed out, and an extension built
-    against another torch (its arch-specific path names no cause)."""
+    logger name, KV-transfer engines, a warm-up request that timed out, an extension built
+    against another torch (its arch-specific path names no cause), SM10x-only MoE kernels on
+    SM120, Open MPI under srun without PMI, and vLLM without an MLA+sparse backend."""
     d = diagnose.classify(text, CATALOG)
     assert (d.verdict, d.category) == ("failed", category), d.render()
     assert (d.known_issue.id if d.known_issue else None) == known, d.render()
