@@ -36,6 +36,13 @@ def test_known_issue_example_loads(tmp_path):
     assert "our-kv-cache-too-small" in [k.id for k in cat]
 
 
+def test_every_known_issue_is_in_the_catalog_table():
+    """docs/diagnosis.md's table of known issues names every shipped entry, with its category."""
+    rows = dict(re.findall(r"^\| `([\w.-]+)` \| `(\w+)` \|", (DOCS / "diagnosis.md").read_text(), re.M))
+    shipped = {k.id: k.category for k in diagnose.load_catalog()}
+    assert {i: c for i, c in shipped.items() if rows.get(i) != c} == {}
+
+
 def console_examples():
     for doc in sorted(DOCS.glob("*.md")):
         for block in re.findall(r"```console\n(.*?)```", doc.read_text(), re.S):
