@@ -182,6 +182,17 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     fails += [k for k in hang_notes if k > last_phase_line]
     fails.sort()
 
+    # A traceback ending in KeyboardInterrupt is the process being stopped (Ctrl+C, SIGINT), not a
+    # failure: its lines are no evidence, and a hang stopped that way stays a hang.
+    stopping: set[int] = set()
+    for k in range(n):
+        if _INTERRUPTED.match(bodies[k]) and not frame_at[k] and k not in code:
+            top = next((j for j in range(k - 1, max(-1, k - 80), -1) if _TB_START in bodies[j]), None)
+            if top is not None:
+                above = top - 1 if top > 0 and bodies[top - 1].startswith("Exception ignored in") else top
+                stopping |= set(range(above, k + 1))
+            else:
+                stopping.add(k)
     sticky = [k for k in fails if _STICKY_FATAL.search(bodies[k])]
     ready_at = health[-1] if health else -1
 
@@ -200,7 +211,12 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if after[k] >= 2 and after[k] > before[k]:
             survived = k
     start = max(ready_at, survived) + 1
-    live = [k for k in fails if k >= start]
+    live = [k for k in fails if k >= start and k not in stopping]
+    # A server that served and was then stopped by a signal (a user, a test's teardown): what the
+    # shutdown prints after it ("EngineDeadError" in the API server...) is no failure.
+    stop = next((k for k in range(health[0] + 1, n) if _DELIBERATE_STOP.search(bodies[k])), None) if health else None
+    if stop is not None:
+        live = [k for k in live if k < stop]
 
     phase = phases[-1][2] if phases else None
     tail = tuple(lines[k].raw.strip()[:300] for k in range(n) if lines[k].raw.strip())[-3:]
@@ -235,6 +251,13 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     return _failed(lines, code, frame_at, live, start, catalog, phase, served=0 <= ready_at < live[0])
 
 
+_CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError)$")
+_INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
+# The lines a server prints when a signal stops it on purpose (vLLM, TGI, uvicorn under a
+# supervisor), not SGLang's "Received sigquit" from a crashed child
+_DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"
+                              r"\bReceived signal (?:SIG)?(?:INT|TERM|2|15)\b|\bsignal (?:SIGINT|SIGTERM) received\b|"
+                              r"\bTerminating due to signal\b")
 # vLLM's periodic metrics with requests running and nothing generated: a stall, not health
 _STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, Running: [1-9]")
 _C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
@@ -335,8 +358,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # an exception whose message starts on the next line ("DistNetworkError:\n The server
         # socket has failed to listen ...\n EADDRINUSE"): those lines are its message
         said = head if causal.msg.strip() or wrapper_cat else "\n".join([head, *causal.cont[:6]])
+        told = "\n".join(c for c in causal.cont if not _is_benign(c))
         for t in ([inner] if inner else []) + [said if not wrapper_cat else "", causal.nested or "",
-                                                "\n".join(causal.cont) if not (wrapper_cat or abi) else ""]:
+                                                told if not (wrapper_cat or abi) else ""]:
             category, matched = _rule(t)
             if category:
                 from_head = t in (head, inner, said)
@@ -378,17 +402,26 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                 break
             if _CAPTURE_WRAPPER.search(r.head):
                 wrapper_cat = "cuda_graph_capture"
+    named = category is not None  # by the exception's own words or the evidence, not by where it struck
     if category is None and wrapper_cat:
         category = wrapper_cat
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
         if category is None:
             category = _frame_category(r)
+    # A programming error (TypeError, AttributeError, ...) in the code a capture ran is that code's
+    # bug: the capture wrapper or the capture frames around it name where it struck, not why.
+    code_bug = causal is not None and bool(_CODE_BUG.search(causal.name or ""))
+    if code_bug and not named and category == "cuda_graph_capture":
+        category = None
     if category == "dynamo_other" and any(r is not None and _INDUCTOR_WRAPPER.search(f"{r.head}\n{r.raise_src}")
                                           for r in (causal, truncated)):
         # Inductor's wrapper around what failed inside it: a cause the evidence names wins
         inside, line = _rule("\n".join(body_at(k) for k in ev if not _INDUCTOR_WRAPPER.search(body_at(k))))
+        own, own_line = _rule(_INDUCTOR_WRAPPER.sub("", causal.head)) if causal is not None else (None, None)
         if inside == "arch_unsupported":  # (not "out of resource": Inductor's autotuning survives it)
             category, matched = inside, line
+        elif own == "oom":  # "InductorError: OutOfMemoryError: CUDA out of memory": the memory ran out
+            category, matched = own, own_line
         else:
             said = [causal.head, *causal.cont] if causal is not None else []
             run = next((m for t in said + [body_at(k) for k in ev] for m in [_COMPILER_RUN_FAILED.search(t)] if m), None)
@@ -440,6 +473,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                             (truncated.frames if truncated is not None else []),
                             _phase_before(lines, live[0] if live else n, frame_at))
         category = _vocabulary_category(score) or "other"
+        if code_bug and category == "cuda_graph_capture":
+            category = "other"
     return Diagnosis("failed", category, _clean_summary(summary), tuple(evidence[:8]), origin, caller, raised_at,
                      known, phase)
 

@@ -101,8 +101,14 @@ class _Line:
     level: int  # -1 unknown, 0 debug, 1 info, 2 warning, 3 error
 
 
+# Terminal colour codes, with their ESC or (pasted through a web page) without it: "[1;36m(EngineCore pid=1)[0;0m"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[(?:\d{1,3};)*\d{1,3}m(?=[\s(\[A-Za-z0-9]|$)")
+
+
 def _split(text: str) -> list[_Line]:
     out = []
+    if "m" in text and ("\x1b[" in text or "[0m" in text or ";36m" in text or "[0;0m" in text):
+        text = _ANSI.sub("", text)
     for raw in text.replace("\r\n", "\n").split("\n"):
         # tqdm bars are redrawn with '\r'; a record written after one lands on the bar's line.
         for part in _GLUED.split(raw.replace("\r", "\n")) if ("\r" in raw or _GLUED.search(raw)) else (raw,):
@@ -216,6 +222,8 @@ _BENIGN = re.compile("|".join((
     r"destroy_process_group\(\) was not called",
     r"^\s*warnings\.warn\(",
     r"server_args=",
+    # vLLM's dump of its whole config after a crash names every option (custom_all_reduce, ...)
+    r"Dumping input data for V1 LLM engine|Dumping scheduler output for model execution",
     # NCCL probes for the optional network libraries and plugins and falls back to sockets without them
     r"NCCL WARN Failed to open lib(?:ibverbs|mlx5|rdmacm|nccl-net)\b",
 )))

@@ -22,6 +22,9 @@ _HANG_NOTE = re.compile(r"No available shared memory broadcast block found in \d
 
 # Ordered: the first rule whose pattern is found wins. A category may have several rules.
 _RULE_SRC = (
+    # the driver is older than the CUDA runtime the program ships: the machine, not the program
+    ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
+              r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old"),
     ("bad_flag", r"error: unrecognized arguments|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
@@ -73,6 +76,7 @@ _RULE_SRC = (
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
                          # a CHECK on the arch: "This kernel requires 10.x architecture. Current device has SM 120"
                          r"requires (?:SM ?)?\d+(?:\.x)? architecture|Current device has SM ?\d+|"
+                         r"not (?:yet )?supported on \d+\.\d+\+? architectures?|"
                          # vLLM's attention selector: no backend for this model on this GPU
                          r"No valid attention backend found for cuda\b|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
@@ -94,6 +98,8 @@ _RULE_SRC = (
                        # (not a package's own source build: its sources sit under csrc/)
                        r"^(?!.*/csrc/)\S+\.(?:cu|cuh)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"
                        r"^LLVM ERROR: |"
+                       # an assertion in Triton's MLIR compiler (its lib/Analysis, lib/Dialect, ... sources)
+                       r"/lib/(?:Analysis|Conversion|Dialect|Target)/[\w/]+\.cpp:\d+: .*Assertion .* failed|"
                        r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"
                        r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
                        r"fatal error: [\w./-]+\.h: No such file|compilation terminated|error: command '[^']*' failed|nvcc fatal|"
@@ -123,7 +129,8 @@ _RULES: list[tuple[str, re.Pattern]] = [
 _CAPTURE_WRAPPER = re.compile(r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed", re.I)
 # Exceptions and lines that only say that something else failed: never the cause.
 _WRAPPER = re.compile(
-    r"Engine core initialization failed|Engine process failed to start|See (?:the )?(?:stack trace|root cause) above|"
+    r"Engine core initialization failed|Engine process failed to start|See (?:the )?(?:stack trace|root cause) \(?above\)?|"
+    r"EngineCore encountered (?:an issue|a fatal error)|"
     r"ShardCannotStart|Shard \d+ failed to start|hit an exception|ChildFailedError|^(?:\w+\.)*SystemExit\b|KeyboardInterrupt|"
     r"Initialization failed\. warmup error|Error when initializing model|Received sigquit|scheduler is dead|"
     r"got fatal signal from worker|Got fatal signal|Worker proc \S+ died|Exception in \w+:?$|"

@@ -568,6 +568,71 @@ GENERIC_EVIDENCE = [
 ]
 
 
+SERVED = ("(APIServer pid=1) INFO:     Application startup complete.\n"
+          "(APIServer pid=1) INFO 08-01 21:30:00 [loggers.py:1] Engine 000: Avg prompt throughput: 10.0 tokens/s, "
+          "Avg generation throughput: 50.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs\n")
+SHUTDOWN_TRACEBACK = (
+    "(APIServer pid=1) ERROR 08-01 21:34:51 [async_llm.py:704] AsyncLLM output_handler failed.\n"
+    "(APIServer pid=1) ERROR 08-01 21:34:51 [async_llm.py:704] Traceback (most recent call last):\n"
+    '(APIServer pid=1) ERROR 08-01 21:34:51 [async_llm.py:704]   File "/v/vllm/v1/engine/core_client.py", line 1061, in get\n'
+    "(APIServer pid=1) ERROR 08-01 21:34:51 [async_llm.py:704]     raise self._format_exception(outputs) from None\n"
+    "(APIServer pid=1) ERROR 08-01 21:34:51 [async_llm.py:704] vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+    "encountered an issue. See stack trace (above) for the root cause.\n")
+
+
+def test_what_a_server_stopped_by_a_signal_prints_is_no_failure():
+    stop = "(EngineCore pid=2) INFO 08-01 21:34:51 [core.py:1214] [shutdown] EngineCore: trigger received signal=SIGTERM\n"
+    d = diagnose.classify(SERVED + stop + SHUTDOWN_TRACEBACK, CATALOG)
+    assert d.verdict == "clean", d.render()
+    # without the signal, the same traceback after ready is a failure while serving
+    assert diagnose.classify(SERVED + SHUTDOWN_TRACEBACK, CATALOG).failed
+    # a signal before the server was ready does not excuse what follows
+    assert diagnose.classify(stop + SHUTDOWN_TRACEBACK, CATALOG).failed
+
+
+def test_a_traceback_ending_in_keyboard_interrupt_is_the_process_being_stopped():
+    interrupted = ("Exception ignored in: <module 'threading' from '/usr/lib/python3.12/threading.py'>\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/usr/lib/python3.12/threading.py", line 1592, in _shutdown\n    atexit_call()\n'
+                   '  File "/srv/app/http.py", line 201, in _terminate\n    raise KeyboardInterrupt\nKeyboardInterrupt: \n')
+    d = diagnose.classify("[app] loading model\n" + interrupted, CATALOG)
+    assert d.verdict == "incomplete", d.render()
+    # a hang stopped with Ctrl+C stays a hang, in its phase
+    hang = "[2025-01-01 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.\n" + interrupted
+    d = diagnose.classify(hang, CATALOG)
+    assert d.verdict == "incomplete" and "capture" in d.summary, d.render()
+    # an error before the interrupt is still the failure
+    d = diagnose.classify("RuntimeError: CUDA error: out of memory\n" + interrupted, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+
+
+@pytest.mark.parametrize("colour, reset", [("\x1b[1;36m", "\x1b[0;0m"), ("[1;36m", "[0;0m")])
+def test_terminal_colour_codes_do_not_hide_record_prefixes(colour, reset):
+    """With their ESC or without it (a log pasted through a web page), colour codes before a
+    record's prefix leave the record readable: its level and its traceback."""
+    p = f"{colour}(EngineCore_DP0 pid=367){reset} ERROR 03-01 17:37:31 [core.py:868] "
+    text = "".join(p + x + "\n" for x in [
+        "EngineCore failed to start.", "Traceback (most recent call last):",
+        '  File "/v/vllm/v1/worker/gpu_worker.py", line 9, in load_model', "    self.model_runner.load_model()",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+    assert d.summary.startswith("torch.OutOfMemoryError"), d.render()
+
+
+def test_a_programming_error_inside_a_capture_is_no_capture_failure():
+    text = ("[2026-01-01 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+            "Traceback (most recent call last):\n"
+            '  File "/v/sglang/srt/model_executor/cuda_graph_runner.py", line 400, in capture\n    self.capture_one_batch_size(bs)\n'
+            '  File "/v/sglang/srt/models/deepseek_v2.py", line 900, in forward_prepare\n    a, b = self.metadata\n'
+            "TypeError: cannot unpack non-iterable ForwardMetadata object\n")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+    d = diagnose.classify(text.replace("TypeError: cannot unpack non-iterable ForwardMetadata object",
+                                       "RuntimeError: CUDA error: operation not permitted when stream is capturing"), CATALOG)
+    assert d.category == "cuda_graph_capture", d.render()
+
+
 def test_a_kernels_own_shape_assertion_is_no_build_failure():
     """deep_gemm/jit_kernels/ holds the kernels' Python entry points, deep_gemm/jit/ its compiler:
     an assertion on the arguments of a kernel is no JIT build failure."""
@@ -781,6 +846,14 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
      "    assert is_sm90_supported() or is_sm100_supported()\nAssertionError", "arch_unsupported"),
     ("ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, use_mla=True)",
      "arch_unsupported"),
+    # Inductor's wrapper around the memory running out
+    ("torch._inductor.exc.InductorError: OutOfMemoryError: CUDA out of memory. Tried to allocate 80.00 MiB.", "oom"),
+    ("AssertionError: MXFP8 is not supported on 12.0+ architectures yet.", "arch_unsupported"),
+    # the driver older than the CUDA runtime: the machine, even when NCCL reports it
+    ("init.cc:100 NCCL WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'", "other"),
+    # an assertion in Triton's MLIR compiler
+    ("python: /project/lib/Analysis/Allocation.cpp:40: std::pair<int, int> f(int): Assertion `false' failed.\nAborted",
+     "flashinfer_jit"),
     # DeepEP's device-side assertion in its inter-node kernels
     ("Assertion failed: /src/DeepEP/csrc/kernels/internode_ll.cu:100, condition: num_recv_tokens != 0", "nccl_comm"),
     # Inductor's wrapper around a C compiler building Triton's launcher stub
