@@ -22,7 +22,9 @@ v1-v5, scored once as a frozen test set (26/39), a tuning set since. v7 (tests/d
 logs from 45 threads in none of v1-v6, scored once (21/27), a tuning set since. v8
 (tests/data/world/v8): 48 logs from public sources in none of v1-v7 (issue threads, and
 troubleshooting documents that paste an error with its cause), scored once (23/37), a tuning set
-since.
+since. v9 (tests/data/world/v9): 39 logs from public sources in none of v1-v8 (issue threads of
+less-used repositories, whole server logs committed to repositories, error write-ups), scored once
+(16/24), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -346,6 +348,12 @@ V7_FLOOR = {"right_category": 27, "failed": 27, "healthy_called_failed": 0, "inc
 V8_FLOOR = {"right_category": 32, "failed": 37, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
 
 
+# v9 was scored once as a frozen test set (2026-12-01, rules of commit c180163, before any of its
+# logs was seen by them or by whoever tuned them: 16/24 right category, 2/11 healthy called
+# failed, 4/4 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V9_FLOOR = {"right_category": 22, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 4, "incomplete": 4}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -354,6 +362,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v6", "split-v6.json", V6_FLOOR, "26/39"),
     ("v7", "split-v7.json", V7_FLOOR, "21/27"),
     ("v8", "split-v8.json", V8_FLOOR, "23/37"),
+    ("v9", "split-v9.json", V9_FLOOR, "16/24"),
 ]
 
 
@@ -365,16 +374,3 @@ def test_tuning_set(request, name, split, floor, once):
     _keep(request, name, result)
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
-
-V9 = WORLD / "v9"
-# v9, the frozen test set: scored once (2026-12-01, rules of commit c180163, before any of its
-# logs was seen by them or by whoever tuned them: 16/24 right category, 2/11 healthy called
-# failed, 4/4 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only improve.
-V9_MEASURED = {"right_category": 16, "failed": 24, "healthy_called_failed": 2, "incomplete_ok": 4, "incomplete": 4}
-
-
-def test_frozen_v9_test_set(request):
-    """v9, the frozen test set: prints the distance to the promise; fails below its one score."""
-    result = score(frozen_items(V9, "split-v9.json"))
-    _keep(request, "v9", result)
-    _at_least(result, V9_MEASURED, "frozen v9 test set")
