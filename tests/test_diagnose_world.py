@@ -374,3 +374,17 @@ def test_tuning_set(request, name, split, floor, once):
     _keep(request, name, result)
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
+
+
+V10 = WORLD / "v10"
+# v10, the frozen test set: scored once (2026-12-01, rules of commit f7a644a, before any of its
+# logs was seen by them or by whoever tuned them: 21/33 right category, 0/13 healthy called
+# failed, 4/6 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
+V10_MEASURED = {"right_category": 21, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 4, "incomplete": 6}
+
+
+def test_frozen_v10_test_set(request):
+    """v10, the frozen test set: prints the distance to the promise; fails below its one score."""
+    result = score(frozen_items(V10, "split-v10.json"))
+    _keep(request, "v10", result)
+    _at_least(result, V10_MEASURED, "frozen v10 test set")
