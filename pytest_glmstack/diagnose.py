@@ -187,7 +187,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     stopping: set[int] = set()
     for k in range(n):
         if _INTERRUPTED.match(bodies[k]) and not frame_at[k] and k not in code:
-            top = next((j for j in range(k - 1, max(-1, k - 80), -1) if _TB_START in bodies[j]), None)
+            top = next((j for j in range(k - 1, -1, -1) if _TB_START in bodies[j]), None)
             if top is not None:
                 above = top - 1 if top > 0 and bodies[top - 1].startswith("Exception ignored in") else top
                 stopping |= set(range(above, k + 1))
@@ -212,9 +212,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
             survived = k
     start = max(ready_at, survived) + 1
     live = [k for k in fails if k >= start and k not in stopping]
-    # A server that served and was then stopped by a signal (a user, a test's teardown): what the
-    # shutdown prints after it ("EngineDeadError" in the API server...) is no failure.
-    stop = next((k for k in range(health[0] + 1, n) if _DELIBERATE_STOP.search(bodies[k])), None) if health else None
+    # A server stopped by a signal (a user, a supervisor, a test's teardown): what the shutdown
+    # prints after it ("EngineDeadError" in the API server, CancelledError, SystemExit) is no
+    # failure. Stopped after serving it is clean; stopped while starting, a stall (incomplete).
+    stop = next((k for k in range(n) if _DELIBERATE_STOP.search(bodies[k])), None)
     if stop is not None:
         live = [k for k in live if k < stop]
 
@@ -252,12 +253,14 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
 
 
 _CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError)$")
+_CONFIG_DUMP = re.compile(r"server_args=|Dumping input data for V1 LLM engine|LLM engine \(v[\w.+-]+\) with config: |"
+                          r"non-default args: \{")
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
 # The lines a server prints when a signal stops it on purpose (vLLM, TGI, uvicorn under a
 # supervisor), not SGLang's "Received sigquit" from a crashed child
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"
                               r"\bReceived signal (?:SIG)?(?:INT|TERM|2|15)\b|\bsignal (?:SIGINT|SIGTERM) received\b|"
-                              r"\bTerminating due to signal\b")
+                              r"\bTerminating due to signal\b|\bSIG(?:INT|TERM) received\b")
 # vLLM's periodic metrics with requests running and nothing generated: a stall, not health
 _STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, Running: [1-9]")
 _C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
@@ -383,6 +386,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # a build's own check of the archs it was asked to build for (TORCH_CUDA_ARCH_LIST, the
         # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
         category = "flashinfer_jit"
+    if category == "flashinfer_jit" and any(_SOURCE_BUILD_DIAG.search(body_at(k)) for k in ev):
+        # the compiler's first complaint is about a package's own sources (csrc/): building that
+        # package from source failed (a missing submodule, a toolkit mismatch), not a run-time JIT
+        category = "other"
     if category == "dynamo_unsupported" and _dynamo_internal(causal):
         category = "dynamo_other"
     if category is None and causal is None:
@@ -460,13 +467,14 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                 lines[k].body.strip() != _TB_START + ":":
             evidence.append(line)
 
+    ruled_other = category == "other"  # a rule that names a cause outside the categories
     category = category or "other"
     if category == "startup_hang" and served:
         category = "other"  # a watchdog or timeout while serving: the start-up was over (the server was ready)
     known = _known(catalog, lines, start, category)
     if category == "other" and known is not None:
         category = known.category  # the catalog knows more than the generic rules did
-    if category == "other" and not abi:
+    if category == "other" and not abi and not ruled_other:
         # no rule, frame or catalog entry names it: the category whose words dominate, if one does
         score = _vocabulary(_vocab_units(lines, causal, truncated, ev, live, code, frame_at),
                             (causal.frames + causal.user_frames) if causal is not None else
@@ -479,6 +487,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                      known, phase)
 
 
+_SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 _BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
 
 
@@ -525,12 +534,13 @@ def _known(catalog: Iterable[KnownIssue], lines: list[_Line], start: int, catego
            only: bool = False) -> KnownIssue | None:
     """The catalog entry the failure part of the log matches, preferring one of ``category``.
 
-    The server_args dump names every option (disable_custom_all_reduce, ...), and SGLang's
-    skipped optional imports name missing kernels of models not in use: never evidence."""
+    The servers' config dumps (SGLang's server_args, vLLM's engine config) name every option
+    (disable_custom_all_reduce, ...), and SGLang's skipped optional imports name missing kernels
+    of models not in use: never evidence."""
     catalog = tuple(catalog)
     if not catalog:
         return None
-    keep = [ln.body for ln in lines[start:] if "server_args=" not in ln.raw and len(ln.raw) < 4000
+    keep = [ln.body for ln in lines[start:] if not _CONFIG_DUMP.search(ln.raw) and len(ln.raw) < 4000
             and not _is_benign_fatal(ln.raw)]
     searchable = "\n".join(keep)
     matches = [ki for ki in catalog if ki.matches(searchable)]

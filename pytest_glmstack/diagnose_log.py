@@ -101,8 +101,9 @@ class _Line:
     level: int  # -1 unknown, 0 debug, 1 info, 2 warning, 3 error
 
 
-# Terminal colour codes, with their ESC or (pasted through a web page) without it: "[1;36m(EngineCore pid=1)[0;0m"
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[(?:\d{1,3};)*\d{1,3}m(?=[\s(\[A-Za-z0-9]|$)")
+# Terminal colour codes, with their ESC or (pasted through a web page) without it: "[1;36m(EngineCore pid=1)[0;0m",
+# Python 3.13+'s coloured tracebacks ('File [35m"x.py"[0m, line [35m5[0m'); not "[5m]"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[(?:\d{1,3};)*\d{1,3}m(?!\])")
 
 
 def _split(text: str) -> list[_Line]:
@@ -172,7 +173,7 @@ _FAIL = re.compile("|".join((
     r"Process group watchdog thread terminated",
     r"Watchdog caught collective operation timeout", r"\bibv_\w+ failed\b", r"qp creation failed", r"non-zero status: -?\d+",
     r"\bNVSHMEM\b.*\b(?:ERROR|error|failed)\b", r"DeepEP error",
-    r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
+    r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"^[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc|c):\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
     r"\bptxas\b.*\b(?:error|fatal)\b",
     r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+ \[-h\]",
     r"No available memory for the cache blocks", r"larger than the maximum number of tokens that can be stored in KV cache",

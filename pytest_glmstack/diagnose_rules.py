@@ -22,6 +22,9 @@ _HANG_NOTE = re.compile(r"No available shared memory broadcast block found in \d
 
 # Ordered: the first rule whose pattern is found wins. A category may have several rules.
 _RULE_SRC = (
+    # a request or a setting longer than the lengths the server was started with: no memory failure
+    ("other", r"(?:input|prompt|sequence|request)s?\b[^\n]{0,60}(?:exceeds|is longer than) the [\w' ]{0,40}maximum "
+              r"(?:supported |allowed |model |context )?length \(\d+"),
     # the driver is older than the CUDA runtime the program ships: the machine, not the program
     ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
               r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old"),
@@ -33,7 +36,7 @@ _RULE_SRC = (
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     ("port_in_use", r"address already in use|\[Errno 98\]|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
                     r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)"),
-    ("dynamo_unsupported", r"torch\._dynamo\.exc\.Unsupported|^\s*Unsupported[: ]\s*\S|\bUnsupported: |Attempted to call function marked as skipped|"
+    ("dynamo_unsupported", r"torch\._dynamo\.exc\.Unsupported|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
     # errors that only happen while a CUDA graph is being captured
     ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|operation not permitted when stream is capturing|stream is capturing|"
@@ -79,6 +82,11 @@ _RULE_SRC = (
                          r"not (?:yet )?supported on \d+\.\d+\+? architectures?|"
                          # vLLM's attention selector: no backend for this model on this GPU
                          r"No valid attention backend found for cuda\b|"
+                         # ... and its linear-kernel selector; CUTLASS's kErrorInternal from a GEMM the
+                         # GPU cannot run; PTX left to be JIT-compiled for a GPU the binary has no code for
+                         r"Failed to find a kernel that can implement the \w+ linear layer|"
+                         r"cutlass\w*[^\n]*\bError Internal\b|"
+                         r"provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
                          r"requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)|"
                          r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_ARCH_MISMATCH|"
@@ -102,7 +110,10 @@ _RULE_SRC = (
                        r"/lib/(?:Analysis|Conversion|Dialect|Target)/[\w/]+\.cpp:\d+: .*Assertion .* failed|"
                        r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"
                        r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
-                       r"fatal error: [\w./-]+\.h: No such file|compilation terminated|error: command '[^']*' failed|nvcc fatal|"
+                       # a compiler's diagnostic (not one of a package's own source build under csrc/)
+                       r"^(?=.*flashinfer|(?!.*/csrc/)).*\bfatal error: [\w./-]+\.h: No such file|"
+                       r"^(?=.*flashinfer|(?!.*/csrc/))[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: |"
+                       r"^(?=.*flashinfer|(?!.*/csrc/)).*\bcompilation terminated|error: command '[^']*' failed|nvcc fatal|"
                        r"Could not find nvcc|nvcc: not found|CUDA_HOME environment variable is not set|invalid ELF header|"
                        r"requires CUDA >= ?[\d.]+|cubin_loader|Download failed|Error building extension|"
                        # a header the build needs is missing, however it is reported

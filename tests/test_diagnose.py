@@ -586,8 +586,15 @@ def test_what_a_server_stopped_by_a_signal_prints_is_no_failure():
     assert d.verdict == "clean", d.render()
     # without the signal, the same traceback after ready is a failure while serving
     assert diagnose.classify(SERVED + SHUTDOWN_TRACEBACK, CATALOG).failed
-    # a signal before the server was ready does not excuse what follows
-    assert diagnose.classify(stop + SHUTDOWN_TRACEBACK, CATALOG).failed
+    # stopped by a signal while starting: what follows is the shutdown, the log shows a stall
+    loading = "(EngineCore pid=2) INFO 08-01 21:30:00 [gpu_model_runner.py:1] Starting to load model /m...\n"
+    d = diagnose.classify(loading + stop + SHUTDOWN_TRACEBACK, CATALOG)
+    assert d.verdict == "incomplete", d.render()
+    assert diagnose.classify(loading + stop + SHUTDOWN_TRACEBACK, CATALOG, hang=True).category == "startup_hang"
+    # ... but a failure printed before the signal is the failure
+    crash = "(EngineCore pid=2) ERROR 08-01 21:30:01 [core.py:1] RuntimeError: CUDA error: out of memory\n"
+    d = diagnose.classify(loading + crash + stop + SHUTDOWN_TRACEBACK, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
 
 
 def test_a_traceback_ending_in_keyboard_interrupt_is_the_process_being_stopped():
@@ -604,6 +611,15 @@ def test_a_traceback_ending_in_keyboard_interrupt_is_the_process_being_stopped()
     # an error before the interrupt is still the failure
     d = diagnose.classify("RuntimeError: CUDA error: out of memory\n" + interrupted, CATALOG)
     assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+    # Python 3.13+'s coloured traceback, pasted without its ESC: still the process being stopped
+    coloured = ("(APIServer pid=1) Traceback (most recent call last):\n"
+                '(APIServer pid=1)   File [35m"/v/vllm/entrypoints/openai/api_server.py"[0m, line [35m579[0m, in '
+                "[35msignal_handler[0m\n"
+                '(APIServer pid=1)     raise KeyboardInterrupt("terminated")\n'
+                "(APIServer pid=1) [1;35mKeyboardInterrupt[0m: [35mterminated[0m\n")
+    d = diagnose.classify("(APIServer pid=1) INFO 05-25 10:54:28 [vllm.py:886] Asynchronous scheduling is enabled.\n"
+                          + coloured, CATALOG)
+    assert d.verdict == "incomplete", d.render()
 
 
 @pytest.mark.parametrize("colour, reset", [("\x1b[1;36m", "\x1b[0;0m"), ("[1;36m", "[0;0m")])
@@ -854,6 +870,17 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     # an assertion in Triton's MLIR compiler
     ("python: /project/lib/Analysis/Allocation.cpp:40: std::pair<int, int> f(int): Assertion `false' failed.\nAborted",
      "flashinfer_jit"),
+    ("[TRT-LLM] [E] Encountered an error in forward function: The max KV cache length of input sequences (3646) "
+     "exceeds the KV cache manager's maximum supported length (2049).", "other"),
+    ("ValueError: Failed to find a kernel that can implement the ScaledMM linear layer. Reasons:", "arch_unsupported"),
+    ("RuntimeError: cutlass_gemm_caller, /src/cutlass_gemm_caller.cuh:62, Error Internal", "arch_unsupported"),
+    ("torch.AcceleratorError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "arch_unsupported"),
+    # a compiler's diagnostic without a column, in a JIT build
+    ('RuntimeError: Engine core initialization failed.\ncuda/std/__cccl/cuda_toolkit.h:41: error: "CUDA compiler and CUDA '
+     'toolkit headers are incompatible"', "flashinfer_jit"),
+    # ... and in a package's own source build: no run-time JIT
+    ("/src/flash-attention/csrc/flash_attn/src/gemm.h:32:10: fatal error: cutlass/cutlass.h: No such file or directory\n"
+     "compilation terminated.\nerror: command '/usr/local/cuda/bin/nvcc' failed with exit code 255", "other"),
     # DeepEP's device-side assertion in its inter-node kernels
     ("Assertion failed: /src/DeepEP/csrc/kernels/internode_ll.cu:100, condition: num_recv_tokens != 0", "nccl_comm"),
     # Inductor's wrapper around a C compiler building Triton's launcher stub
