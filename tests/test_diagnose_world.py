@@ -24,7 +24,8 @@ logs from 45 threads in none of v1-v6, scored once (21/27), a tuning set since. 
 troubleshooting documents that paste an error with its cause), scored once (23/37), a tuning set
 since. v9 (tests/data/world/v9): 39 logs from public sources in none of v1-v8 (issue threads of
 less-used repositories, whole server logs committed to repositories, error write-ups), scored once
-(16/24), a tuning set since.
+(16/24), a tuning set since. v10 (tests/data/world/v10): 52 logs from public sources in none of
+v1-v9, scored once (21/33), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -299,7 +300,7 @@ def test_project_logs(request):
 # v2 was scored once as a frozen test set (2026-12-01: 39/56 right category, 0/13 healthy called
 # failed, 10/11 incomplete right; docs/diagnosis.md) and has been a tuning set since: the rules
 # were fitted to its misses. These are the figures they reached on it; they may only rise.
-V2_FLOOR = {"right_category": 54, "failed": 56, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
+V2_FLOOR = {"right_category": 55, "failed": 56, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
 
 # v3 was scored once as a frozen test set (2026-12-01, rules of commit 66a7dad: 25/44 right
 # category, 0/18 healthy called failed, 12/12 incomplete right) and is a tuning set since.
@@ -332,7 +333,7 @@ V5_FLOOR = {"right_category": 23, "failed": 33, "healthy_called_failed": 0, "inc
 # logs was seen by them or by whoever tuned them: 26/39 right category, 0/8 healthy called
 # failed, 8/9 incomplete right; docs/diagnosis.md) and is a tuning set since. These are the
 # figures the rules reached on it; they may only rise.
-V6_FLOOR = {"right_category": 35, "failed": 39, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
+V6_FLOOR = {"right_category": 36, "failed": 39, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
 
 
 # v7 was scored once as a frozen test set (2026-12-01, rules of commit f72d916, before any of its
@@ -354,6 +355,12 @@ V8_FLOOR = {"right_category": 32, "failed": 37, "healthy_called_failed": 0, "inc
 V9_FLOOR = {"right_category": 22, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 4, "incomplete": 4}
 
 
+# v10 was scored once as a frozen test set (2026-12-01, rules of commit f7a644a, before any of its
+# logs was seen by them or by whoever tuned them: 21/33 right category, 0/13 healthy called
+# failed, 4/6 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V10_FLOOR = {"right_category": 28, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -363,6 +370,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v7", "split-v7.json", V7_FLOOR, "21/27"),
     ("v8", "split-v8.json", V8_FLOOR, "23/37"),
     ("v9", "split-v9.json", V9_FLOOR, "16/24"),
+    ("v10", "split-v10.json", V10_FLOOR, "21/33"),
 ]
 
 
@@ -375,16 +383,3 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-
-V10 = WORLD / "v10"
-# v10, the frozen test set: scored once (2026-12-01, rules of commit f7a644a, before any of its
-# logs was seen by them or by whoever tuned them: 21/33 right category, 0/13 healthy called
-# failed, 4/6 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
-V10_MEASURED = {"right_category": 21, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 4, "incomplete": 6}
-
-
-def test_frozen_v10_test_set(request):
-    """v10, the frozen test set: prints the distance to the promise; fails below its one score."""
-    result = score(frozen_items(V10, "split-v10.json"))
-    _keep(request, "v10", result)
-    _at_least(result, V10_MEASURED, "frozen v10 test set")
