@@ -216,6 +216,9 @@ CORPUS = [
     # (file, verdict, category, known issue, the runner saw a hang)
     ("cpu-0.5.23-startup.log", "clean", None, None, False),
     ("cpu-0.5.23-served.log", "clean", None, None, False),
+    # a real server stopped by SIGINT / SIGTERM after serving (the shutdown prints no traceback)
+    ("cpu-0.5.23-stopped-by-sigint-after-serving.log", "clean", None, None, False),
+    ("cpu-0.5.23-stopped-by-sigterm-after-serving.log", "clean", None, None, False),
     ("h200-0.5.17-cudagraph.log", "clean", None, None, False),
     ("h200-0.5.17-nograph.log", "clean", None, None, False),
     ("h200-0.5.17-pcg-enforced.log", "clean", None, None, False),
