@@ -383,3 +383,17 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
+
+
+V11 = WORLD / "v11"
+# v11, the frozen test set: scored once (2026-12-01, rules of commit b7d2ce2, before any of its
+# logs was seen by them or by whoever tuned them: 10/18 right category, 0/9 healthy called
+# failed, 5/7 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
+V11_MEASURED = {"right_category": 10, "failed": 18, "healthy_called_failed": 0, "incomplete_ok": 5, "incomplete": 7}
+
+
+def test_frozen_v11_test_set(request):
+    """v11, the frozen test set: prints the distance to the promise; fails below its one score."""
+    result = score(frozen_items(V11, "split-v11.json"))
+    _keep(request, "v11", result)
+    _at_least(result, V11_MEASURED, "frozen v11 test set")
