@@ -177,9 +177,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
                 above = next((j for j in range(k - 1, max(-1, k - 4), -1) if bodies[j].strip()), None)
                 if above is not None and above not in fails:
                     fails.append(above)
-    # vLLM's "no shared memory broadcast block" note means a hang only if nothing happened after it.
+    # vLLM's "no shared memory broadcast block" note means a hang only if nothing happened after it:
+    # no later start-up phase ...
     last_phase_line = max((k for k, st, _ in phases if st is not None), default=-1)
-    fails += [k for k in hang_notes if k > last_phase_line]
+    last_fail = max(fails, default=-1)  # ... nor a failure after it: then the failure is the news
+    fails += [k for k in hang_notes if k > last_phase_line and k > last_fail]
     fails.sort()
 
     # A traceback ending in KeyboardInterrupt is the process being stopped (Ctrl+C, SIGINT), not a
@@ -418,8 +420,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     # A programming error (TypeError, AttributeError, ...) in the code a capture ran is that code's
     # bug: the capture wrapper or the capture frames around it name where it struck, not why.
     code_bug = causal is not None and bool(_CODE_BUG.search(causal.name or ""))
-    if code_bug and not named and category == "cuda_graph_capture":
-        category = None
+    if code_bug and not named and category in ("cuda_graph_capture", "nccl_comm", "flashinfer_jit"):
+        category = None  # (nor inside communication or JIT code: "where", not "why")
     if category == "dynamo_other" and any(r is not None and _INDUCTOR_WRAPPER.search(f"{r.head}\n{r.raise_src}")
                                           for r in (causal, truncated)):
         # Inductor's wrapper around what failed inside it: a cause the evidence names wins
@@ -472,8 +474,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     if category == "startup_hang" and served:
         category = "other"  # a watchdog or timeout while serving: the start-up was over (the server was ready)
     known = _known(catalog, lines, start, category)
-    if category == "other" and known is not None:
-        category = known.category  # the catalog knows more than the generic rules did
+    if category == "other" and known is not None and not ruled_other and known.category != "startup_hang":
+        # the catalog knows more than the generic rules did (but a stall noted before a crash
+        # is not the crash's cause)
+        category = known.category
     if category == "other" and not abi and not ruled_other:
         # no rule, frame or catalog entry names it: the category whose words dominate, if one does
         score = _vocabulary(_vocab_units(lines, causal, truncated, ev, live, code, frame_at),

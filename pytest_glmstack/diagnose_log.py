@@ -176,6 +176,9 @@ _FAIL = re.compile("|".join((
     r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"^[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc|c):\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
     r"\bptxas\b.*\b(?:error|fatal)\b",
     r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+ \[-h\]",
+    r"^\S+: (?:unrecognized option '-|invalid option -- ')",  # getopt's refusals (tritonserver, C++ tools)
+    # a torch.compile failure logged at WARNING (suppress_errors) is still the compile failing
+    r"\btorch\._(?:dynamo|inductor)\.exc\.(?!\w*Warning)\w+: ",
     r"No available memory for the cache blocks", r"larger than the maximum number of tokens that can be stored in KV cache",
     r"profiled value -\d", r"\bNot enough memory\b", r"CUDA out of memory", r"\bOutOfMemoryError\b",
     r"Cannot allocate memory|can't allocate memory",
@@ -227,6 +230,8 @@ _BENIGN = re.compile("|".join((
     r"Dumping input data for V1 LLM engine|Dumping scheduler output for model execution",
     # NCCL probes for the optional network libraries and plugins and falls back to sockets without them
     r"NCCL WARN Failed to open lib(?:ibverbs|mlx5|rdmacm|nccl-net)\b",
+    # NCCL's RAS (health-query) socket finding its port taken is survived: RAS is optional
+    r"ras/client_support\.cc:\d+ NCCL WARN Call to bind failed",
 )))
 
 

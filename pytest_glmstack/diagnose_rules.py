@@ -25,10 +25,13 @@ _RULE_SRC = (
     # a request or a setting longer than the lengths the server was started with: no memory failure
     ("other", r"(?:input|prompt|sequence|request)s?\b[^\n]{0,60}(?:exceeds|is longer than) the [\w' ]{0,40}maximum "
               r"(?:supported |allowed |model |context )?length \(\d+"),
+    # the disk (a cache, a home directory with a quota) is full: the machine, whoever reports it
+    # (not NCCL's shared-memory segments: a container's /dev/shm too small is NCCL's setup)
+    ("other", r"^(?!.*NCCL).*(?:\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded)"),
     # the driver is older than the CUDA runtime the program ships: the machine, not the program
     ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
               r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old"),
-    ("bad_flag", r"error: unrecognized arguments|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
+    ("bad_flag", r"error: unrecognized arguments|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
@@ -129,7 +132,7 @@ _RULE_SRC = (
     # wrappers SGLang prints around a failed capture: only when nothing more specific is found
     ("cuda_graph_capture", r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed|"
                            r"graph capture|cudagraph|capture_end"),
-    ("startup_hang", r"[Ww]atchdog timeout|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
+    ("startup_hang", r"[Ww]atchdog timeout|Failed to wait for (?:all )?[\w ]{1,30} to be ready|(?:never|did not|didn't) become ready\b|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
                      r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock|\bTimeoutError\b|"
                      # a request of the start-up (the warm-up's) that got no answer in its time
                      r"\bRead timed out\. \(read timeout=\d+"),

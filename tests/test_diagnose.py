@@ -652,6 +652,21 @@ def test_a_programming_error_inside_a_capture_is_no_capture_failure():
     assert d.category == "cuda_graph_capture", d.render()
 
 
+def test_a_stall_noted_before_a_crash_is_not_the_crash():
+    """vLLM's "No available shared memory broadcast block" before a worker's crash: the crash is
+    the failure, not the stall's known issue; NCCL's RAS socket finding its port taken is none."""
+    text = ("(EngineCore pid=1) INFO 07-16 18:20:48 [shm_broadcast.py:705] No available shared memory broadcast block "
+            "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work.\n"
+            "(Worker_TP0 pid=2) ERROR 07-16 18:21:23 [multiproc_executor.py:1007] RuntimeError: CUDA error: "
+            "CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`\n")
+    d = diagnose.classify(text, CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    ras = ("[2025-06-05 10:45:19] host:1:1 [1] ras/client_support.cc:160 NCCL WARN Call to bind failed: Address already in use\n"
+           "host:1:1 [1] NCCL INFO RAS failed to establish a client listening socket at localhost:28028\n"
+           "host:1:1 [1] NCCL INFO Bootstrap timings total 0.030028\n")
+    assert diagnose.classify(ras, CATALOG).verdict == "incomplete"
+
+
 def test_a_kernels_own_shape_assertion_is_no_build_failure():
     """deep_gemm/jit_kernels/ holds the kernels' Python entry points, deep_gemm/jit/ its compiler:
     an assertion on the arguments of a kernel is no JIT build failure."""
@@ -884,6 +899,21 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     # ... and in a package's own source build: no run-time JIT
     ("/src/flash-attention/csrc/flash_attn/src/gemm.h:32:10: fatal error: cutlass/cutlass.h: No such file or directory\n"
      "compilation terminated.\nerror: command '/usr/local/cuda/bin/nvcc' failed with exit code 255", "other"),
+    # a full disk is the machine's, whoever reports it ...
+    ("torch._inductor.exc.InductorError: RuntimeError: Failed to run autotuning code block: [Errno 122] Disk quota "
+     "exceeded: '/home/u/.cache/triton/x.json'", "other"),
+    # ... but NCCL's shared-memory segment not fitting is NCCL's setup (a container's /dev/shm)
+    ("host:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device", "nccl_comm"),
+    # getopt's refusal of an option (C++ servers: tritonserver)
+    ("tritonserver: unrecognized option '--exit_on_error=True'\nUsage: tritonserver [options]\n  --help", "bad_flag"),
+    # a torch.compile failure logged as a WARNING record (suppress_errors)
+    ("W1024 01:17:10.936000 1404 torch/_dynamo/convert_frame.py:1009] torch._dynamo.exc.BackendCompilerFailed: "
+     "backend='inductor' raised:\nW1024 01:17:10.936000 1404 torch/_dynamo/convert_frame.py:1009] NameError: "
+     "name 's4' is not defined", "dynamo_other"),
+    ("[2026-01-01 10:00:00] RuntimeError: Failed to wait for all nodes to be ready", "startup_hang"),
+    # a programming error inside communication code names where it struck, not why
+    ('Traceback (most recent call last):\n  File "/v/site-packages/flashinfer/comm/fd_exchange.py", line 12, in <module>\n'
+     "    def f(fd: int) -> array.array[int]:\nTypeError: type 'array.array' is not subscriptable", "other"),
     # DeepEP's device-side assertion in its inter-node kernels
     ("Assertion failed: /src/DeepEP/csrc/kernels/internode_ll.cu:100, condition: num_recv_tokens != 0", "nccl_comm"),
     # Inductor's wrapper around a C compiler building Triton's launcher stub
