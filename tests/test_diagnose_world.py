@@ -392,3 +392,17 @@ def test_tuning_set(request, name, split, floor, once):
 
 
 
+
+
+V12 = WORLD / "v12"
+# v12, the frozen test set: scored once (2026-12-01, rules of commit 5ec7e03, before any of its
+# logs was seen by them or by whoever tuned them: 10/15 right category, 0/11 healthy called
+# failed, 3/3 incomplete right; docs/diagnosis.md). Never tuned on; the figures may only rise.
+V12_MEASURED = {"right_category": 10, "failed": 15, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 3}
+
+
+def test_frozen_v12_test_set(request):
+    """v12, the frozen test set: prints the distance to the promise; fails below its one score."""
+    result = score(frozen_items(V12, "split-v12.json"))
+    _keep(request, "v12", result)
+    _at_least(result, V12_MEASURED, "frozen v12 test set")
