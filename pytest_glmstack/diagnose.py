@@ -263,8 +263,9 @@ _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"
                               r"\bReceived signal (?:SIG)?(?:INT|TERM|2|15)\b|\bsignal (?:SIGINT|SIGTERM) received\b|"
                               r"\bTerminating due to signal\b|\bSIG(?:INT|TERM) received\b")
-# vLLM's periodic metrics with requests running and nothing generated: a stall, not health
-_STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, Running: [1-9]")
+# vLLM's periodic metrics with nothing generated: no health (requests running: a stall; none: an
+# API server idle, or still logging after its engine died)
+_STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
 _C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
 # A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher

@@ -28,6 +28,8 @@ _RULE_SRC = (
     # the disk (a cache, a home directory with a quota) is full: the machine, whoever reports it
     # (not NCCL's shared-memory segments: a container's /dev/shm too small is NCCL's setup)
     ("other", r"^(?!.*NCCL).*(?:\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded)"),
+    # the GPU is taken (exclusive compute mode, another process) or absent: the machine
+    ("other", r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable"),
     # the driver is older than the CUDA runtime the program ships: the machine, not the program
     ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
               r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old"),
@@ -79,7 +81,7 @@ _RULE_SRC = (
                          r"LLVM ERROR: Cannot select: intrinsic %llvm\.nvvm\.|"
                          r"\bonly supports? (?:Ampere|Hopper|Ada|Turing|Volta|Blackwell|sm_?\d+)\w* GPUs? or newer|"
                          r"Unsupported architecture|architecture (?:is )?not supported|"
-                         r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?\d+|sm_?\d+a? is not supported|"
+                         r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?(?:[<>=]=?\s?)?\d+|sm_?\d+a? is not supported|"
                          # a CHECK on the arch: "This kernel requires 10.x architecture. Current device has SM 120"
                          r"requires (?:SM ?)?\d+(?:\.x)? architecture|Current device has SM ?\d+|"
                          r"not (?:yet )?supported on \d+\.\d+\+? architectures?|"
@@ -440,7 +442,8 @@ def _frame_category(exc: _Exc) -> str | None:
     if not frames:
         return None
     paths = [f.path.replace("\\", "/") for f in frames]
-    if any(re.search(r"flashinfer/jit/|flashinfer/compilation_context\.py|deep_gemm/jit/|torch/utils/cpp_extension\.py", p)
+    if any(re.search(r"flashinfer/jit/|flashinfer/compilation_context\.py|deep_gemm/jit/|torch/utils/cpp_extension\.py|"
+                     r"triton/runtime/build\.py", p)
            for p in paths):
         return "flashinfer_jit"
     # code compiled at run time ('<string>': eval, exec, a generated launcher) is not where it raised

@@ -914,6 +914,14 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     # a programming error inside communication code names where it struck, not why
     ('Traceback (most recent call last):\n  File "/v/site-packages/flashinfer/comm/fd_exchange.py", line 12, in <module>\n'
      "    def f(fd: int) -> array.array[int]:\nTypeError: type 'array.array' is not subscriptable", "other"),
+    ("AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use `--attention-backend flashinfer`.",
+     "arch_unsupported"),
+    ("torch.AcceleratorError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "other"),
+    # a traceback cut off inside Triton's build of a module's C source
+    ('Traceback (most recent call last):\n  File "/v/site-packages/triton/runtime/build.py", line 50, in _build\n'
+     "    subprocess.check_call(cc_cmd)\n"
+     '  File "/usr/lib/python3.10/subprocess.py", line 369, in check_call\n    raise CalledProcessError(retcode, cmd)\n',
+     "flashinfer_jit"),
     # DeepEP's device-side assertion in its inter-node kernels
     ("Assertion failed: /src/DeepEP/csrc/kernels/internode_ll.cu:100, condition: num_recv_tokens != 0", "nccl_comm"),
     # Inductor's wrapper around a C compiler building Triton's launcher stub
@@ -940,3 +948,6 @@ def test_requests_running_with_nothing_generated_are_no_health():
     assert diagnose.classify("\n".join([stall] * 4), CATALOG).verdict == "incomplete"
     serving = stall.replace("Avg generation throughput: 0.0", "Avg generation throughput: 812.4")
     assert diagnose.classify("\n".join([serving] * 4), CATALOG).verdict == "clean"
+    # idle, nothing running and nothing generated: no evidence of serving either
+    idle = stall.replace("Running: 1 reqs", "Running: 0 reqs")
+    assert diagnose.classify("\n".join([idle] * 4), CATALOG).verdict == "incomplete"
