@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from .diagnose_catalog import CATEGORIES, CatalogError, KnownIssue, load_catalog  # noqa: F401 (the API)
-from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_WEAK,
-                           _FRAME_RE, _HEALTH, _TB_START, _WARNING_EXC, Frame, _exceptions, _is_benign,  # noqa: F401
+from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _CONFIG_DUMP, _EXC_RE, _FAIL,
+                           _FAIL_WEAK, _FRAME_RE, _HEALTH, _TB_START, _WARNING_EXC, Frame, _exceptions, _is_benign,  # noqa: F401
                            _is_torch_machinery, _Line, _origin, _phase_of, _split, short_path)
 from .diagnose_rules import (_CAPTURE_WRAPPER, _HANG_NOTE, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary,
                              _frame_category, _inner, _native_crash_category, _recovered, _refused_setting, _rule, _vocabulary,
@@ -217,9 +217,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     # A server stopped by a signal (a user, a supervisor, a test's teardown): what the shutdown
     # prints after it ("EngineDeadError" in the API server, CancelledError, SystemExit) is no
     # failure. Stopped after serving it is clean; stopped while starting, a stall (incomplete).
+    # A later start-up phase is a relaunch logged to the same file: its failures count again.
     stop = next((k for k in range(n) if _DELIBERATE_STOP.search(bodies[k])), None)
     if stop is not None:
-        live = [k for k in live if k < stop]
+        resume = next((j for j, _, _ in phases if j > stop), n)
+        live = [k for k in live if k < stop or k >= resume]
 
     phase = phases[-1][2] if phases else None
     tail = tuple(lines[k].raw.strip()[:300] for k in range(n) if lines[k].raw.strip())[-3:]
@@ -255,8 +257,6 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
 
 
 _CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError)$")
-_CONFIG_DUMP = re.compile(r"server_args=|Dumping input data for V1 LLM engine|LLM engine \(v[\w.+-]+\) with config: |"
-                          r"non-default args: \{")
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
 # The lines a server prints when a signal stops it on purpose (vLLM, TGI, uvicorn under a
 # supervisor), not SGLang's "Received sigquit" from a crashed child
@@ -283,9 +283,10 @@ def _dynamo_internal(exc) -> bool:
     return "torch/_dynamo/" in exc.frames[-1].path.replace("\\", "/")
 
 
-# A compiled extension built against another torch or CUDA than the one loading it
+# An assert on the GPU's generation ("assert is_sm90_supported()")
 _ARCH_ASSERT = re.compile(r"^\s*assert\b.*(?:\bis_sm_?\d+\w*|\bsm_?\d+\w*_supported\b|\bis_(?:hopper|blackwell|ampere|ada|turing|volta)\w*|"
                           r"device_capability|compute_capability|\bget_arch\w*\()", re.I)
+# A compiled extension built against another torch or CUDA than the one loading it
 _ABI_MISMATCH = re.compile(r"\bundefined symbol: \w")
 _CHILD_OUTPUT = re.compile(r"^(?:std(?:out|err)|captured std(?:out|err))\b\s*:", re.I)
 _SHARD_READY = re.compile(r"Shard ready in [\d.]+\w* rank=(?P<rank>\d+)")
@@ -433,8 +434,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         elif own == "oom":  # "InductorError: OutOfMemoryError: CUDA out of memory": the memory ran out
             category, matched = own, own_line
         else:
-            said = [causal.head, *causal.cont] if causal is not None else []
-            run = next((m for t in said + [body_at(k) for k in ev] for m in [_COMPILER_RUN_FAILED.search(t)] if m), None)
+            own_lines = [causal.head, *causal.cont] if causal is not None else []
+            run = next((m for t in own_lines + [body_at(k) for k in ev] for m in [_COMPILER_RUN_FAILED.search(t)] if m),
+                       None)
             if run is not None:
                 category, matched = "flashinfer_jit", run.group(0)
 

@@ -104,11 +104,12 @@ class _Line:
 # Terminal colour codes, with their ESC or (pasted through a web page) without it: "[1;36m(EngineCore pid=1)[0;0m",
 # Python 3.13+'s coloured tracebacks ('File [35m"x.py"[0m, line [35m5[0m'); not "[5m]"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\[(?:\d{1,3};)*\d{1,3}m(?!\])")
+_ANSI_PRESENT = re.compile(r"\x1b\[|\[0(?:;0)?m")  # colour codes always come with their reset
 
 
 def _split(text: str) -> list[_Line]:
     out = []
-    if "m" in text and ("\x1b[" in text or "[0m" in text or ";36m" in text or "[0;0m" in text):
+    if _ANSI_PRESENT.search(text):
         text = _ANSI.sub("", text)
     for raw in text.replace("\r\n", "\n").split("\n"):
         # tqdm bars are redrawn with '\r'; a record written after one lands on the bar's line.
@@ -217,6 +218,12 @@ _FALLBACK = re.compile(r"fall(?:ing)? ?back|[Uu]sing (?:the )?(?:fallback|defaul
                        r"will be disabled|instead\b|continu(?:e|ing) without", re.I)
 
 
+# The servers' dumps of their whole configuration (SGLang's server_args, vLLM's engine config,
+# also after a crash) name every option (disable_custom_all_reduce, ...): never evidence.
+_CONFIG_DUMP_SRC = (r"server_args=|Dumping input data for V1 LLM engine|Dumping scheduler output for model execution|"
+                    r"LLM engine \(v[\w.+-]+\) with config: |non-default args: \{")
+_CONFIG_DUMP = re.compile(_CONFIG_DUMP_SRC)
+
 _BENIGN = re.compile("|".join((
     r"Ignore import error when loading",
     r"\b(?:Future|Deprecation|User|Runtime|Resource|FastAPIDeprecation|Pending\w*)Warning\b",
@@ -225,9 +232,7 @@ _BENIGN = re.compile("|".join((
     r"[Ii]f you are running out of memory",
     r"destroy_process_group\(\) was not called",
     r"^\s*warnings\.warn\(",
-    r"server_args=",
-    # vLLM's dump of its whole config after a crash names every option (custom_all_reduce, ...)
-    r"Dumping input data for V1 LLM engine|Dumping scheduler output for model execution",
+    _CONFIG_DUMP_SRC,
     # NCCL probes for the optional network libraries and plugins and falls back to sockets without them
     r"NCCL WARN Failed to open lib(?:ibverbs|mlx5|rdmacm|nccl-net)\b",
     # NCCL's RAS (health-query) socket finding its port taken is survived: RAS is optional

@@ -20,6 +20,10 @@ def _recovered(lines, k) -> bool:
 _HANG_NOTE = re.compile(r"No available shared memory broadcast block found in \d+ seconds")
 # --- categories -------------------------------------------------------------------------------
 
+# A line that is no diagnostic of a package's own source build (its sources sit under csrc/;
+# FlashInfer's JIT sources do too, and stay JIT)
+_NOT_SOURCE_BUILD = r"^(?=.*flashinfer|(?!.*/csrc/))"
+
 # Ordered: the first rule whose pattern is found wins. A category may have several rules.
 _RULE_SRC = (
     # a request or a setting longer than the lengths the server was started with: no memory failure
@@ -116,9 +120,9 @@ _RULE_SRC = (
                        r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"
                        r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
                        # a compiler's diagnostic (not one of a package's own source build under csrc/)
-                       r"^(?=.*flashinfer|(?!.*/csrc/)).*\bfatal error: [\w./-]+\.h: No such file|"
-                       r"^(?=.*flashinfer|(?!.*/csrc/))[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: |"
-                       r"^(?=.*flashinfer|(?!.*/csrc/)).*\bcompilation terminated|error: command '[^']*' failed|nvcc fatal|"
+                       + _NOT_SOURCE_BUILD + r".*\bfatal error: [\w./-]+\.h: No such file|"
+                       + _NOT_SOURCE_BUILD + r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: |"
+                       + _NOT_SOURCE_BUILD + r".*\bcompilation terminated|error: command '[^']*' failed|nvcc fatal|"
                        r"Could not find nvcc|nvcc: not found|CUDA_HOME environment variable is not set|invalid ELF header|"
                        r"requires CUDA >= ?[\d.]+|cubin_loader|Download failed|Error building extension|"
                        # a header the build needs is missing, however it is reported

@@ -598,6 +598,9 @@ def test_what_a_server_stopped_by_a_signal_prints_is_no_failure():
     crash = "(EngineCore pid=2) ERROR 08-01 21:30:01 [core.py:1] RuntimeError: CUDA error: out of memory\n"
     d = diagnose.classify(loading + crash + stop + SHUTDOWN_TRACEBACK, CATALOG)
     assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+    # ... and a relaunch logged to the same file after the stop is judged on its own failures
+    d = diagnose.classify(SERVED + stop + loading + crash, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
 
 
 def test_a_traceback_ending_in_keyboard_interrupt_is_the_process_being_stopped():
