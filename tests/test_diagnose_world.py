@@ -28,9 +28,10 @@ less-used repositories, whole server logs committed to repositories, error write
 v1-v9, scored once (21/33), a tuning set since. v11 (tests/data/world/v11): 34 logs from public
 sources in none of v1-v10, scored once (10/18), a tuning set since. v12 (tests/data/world/v12): 29
 logs from public sources in none of v1-v11, scored once (10/15), a tuning set since. v13
-(tests/data/world/v13): 26 logs from public sources in none of v1-v12, the frozen test set now:
-test_frozen_v13_test_set prints its distance to the promise and fails below what its one scoring
-run measured. Nothing is tuned on it until a v14 is frozen. Select it alone with -k frozen_v13.
+(tests/data/world/v13): 26 logs from public sources in none of v1-v12, scored once (10/16), a
+tuning set since. v14 (tests/data/world/v14): 35 logs from public sources in none of v1-v13,
+scored once (18/19), the last set scored: test_frozen_v14_test_set prints its distance to the
+promise and fails below what its one scoring run measured. Select it alone with -k frozen_v14.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -220,7 +221,10 @@ def frozen_items(root: Path, split_name: str):
         files = sorted(rows)
     assert files, f"the frozen set is empty ({split_file if split_file.is_file() else 'manifests'})"
     earlier = {r.get("thread") for r in _manifest().values()} - {None}
-    for older in sorted(p for p in WORLD.glob("v*") if p.is_dir() and p.name < root.name):
+    def number(p: Path) -> int:  # v9 comes before v10: compare the numbers, not the names
+        return int(p.name[1:]) if p.name[1:].isdigit() else -1
+
+    for older in sorted(p for p in WORLD.glob("v*") if p.is_dir() and 0 <= number(p) < number(root)):
         for m in older.glob("**/manifest-*.jsonl"):
             earlier |= {json.loads(x).get("thread") for x in m.read_text().splitlines() if x.strip()} - {None}
     shared = sorted({rows[f].get("thread") for f in files} & earlier)
@@ -378,6 +382,12 @@ V11_FLOOR = {"right_category": 15, "failed": 18, "healthy_called_failed": 0, "in
 V12_FLOOR = {"right_category": 13, "failed": 15, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 3}
 
 
+# v13 was scored once as a frozen test set (2026-12-01, rules of commit 2782c56, before any of its
+# logs was seen by them or by whoever tuned them: 10/16 right category, 0/8 healthy called
+# failed, 2/2 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V13_FLOOR = {"right_category": 10, "failed": 16, "healthy_called_failed": 0, "incomplete_ok": 2, "incomplete": 2}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -390,6 +400,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v10", "split-v10.json", V10_FLOOR, "21/33"),
     ("v11", "split-v11.json", V11_FLOOR, "10/18"),
     ("v12", "split-v12.json", V12_FLOOR, "10/15"),
+    ("v13", "split-v13.json", V13_FLOOR, "10/16"),
 ]
 
 
@@ -403,19 +414,15 @@ def test_tuning_set(request, name, split, floor, once):
 
 
 
+# v14, the last set scored: once (2026-12-01, rules of commit 25dd99c, before any of its logs was
+# seen by them or by whoever tuned them: 18/19 right category, 1/8 healthy called failed, 7/8
+# incomplete right; docs/diagnosis.md). The figures may only rise.
+V14 = WORLD / "v14"
+V14_MEASURED = {"right_category": 18, "failed": 19, "healthy_called_failed": 1, "incomplete_ok": 7, "incomplete": 8}
 
 
-
-V13 = WORLD / "v13"
-# v13, the frozen test set: scored once (2026-12-01, rules of commit 2782c56, before any of its
-# logs was seen by them or by whoever tuned them: 10/16 right category, 0/8 healthy called
-# failed, 2/2 incomplete right; docs/diagnosis.md). Not tuned on: the next session's first
-# tuning set, once a v14 is frozen. The figures may only rise.
-V13_MEASURED = {"right_category": 10, "failed": 16, "healthy_called_failed": 0, "incomplete_ok": 2, "incomplete": 2}
-
-
-def test_frozen_v13_test_set(request):
-    """v13, the frozen test set: prints the distance to the promise; fails below its one score."""
-    result = score(frozen_items(V13, "split-v13.json"))
-    _keep(request, "v13", result)
-    _at_least(result, V13_MEASURED, "frozen v13 test set")
+def test_frozen_v14_test_set(request):
+    """v14, the last set scored: prints the distance to the promise; fails below its one score."""
+    result = score(frozen_items(V14, "split-v14.json"))
+    _keep(request, "v14", result)
+    _at_least(result, V14_MEASURED, "frozen v14 test set")
