@@ -151,8 +151,9 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         b = ln.body
         if not b.strip():
             continue
-        if _HEALTH.search(b) and not _is_benign(ln.raw) and not _STALLED.search(b):
-            health.append(k)
+        if _HEALTH.search(b) and not _is_benign(ln.raw) and not _STALLED.search(b) and not (
+                _BANDWIDTH.search(b) and any(_WRONG_DATA.search(x) for x in bodies[max(0, k - 3):k])):
+            health.append(k)  # (nccl-tests prints its bandwidth after a failed data check too)
         ph = _phase_of(b)
         if ph is not None and not frame_at[k]:
             phases.append((k, ph[0], ph[1]))
@@ -181,7 +182,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     # no later start-up phase ...
     last_phase_line = max((k for k, st, _ in phases if st is not None), default=-1)
     last_fail = max(fails, default=-1)  # ... nor a failure after it: then the failure is the news
-    fails += [k for k in hang_notes if k > last_phase_line and k > last_fail]
+    # ... nor kernels being compiled just before it (the note itself names compilation as a cause)
+    compiling = [j for j, st, label in phases if st is None and label.startswith("in a JIT build")]
+    fails += [k for k in hang_notes if k > last_phase_line and k > last_fail
+              and not any(k - 30 <= j < k for j in compiling)]
     fails.sort()
 
     # A traceback ending in KeyboardInterrupt is the process being stopped (Ctrl+C, SIGINT), not a
@@ -191,7 +195,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if _INTERRUPTED.match(bodies[k]) and not frame_at[k] and k not in code:
             top = next((j for j in range(k - 1, -1, -1) if _TB_START in bodies[j]), None)
             if top is not None:
-                above = top - 1 if top > 0 and bodies[top - 1].startswith("Exception ignored in") else top
+                # "Exception ignored in ...", or a logger's record of the exception's message
+                # printed before its traceback (vLLM's engine: "MQLLMEngine terminated")
+                msg = bodies[k].split(":", 1)[1].strip() if ":" in bodies[k] else ""
+                above = top - 1 if top > 0 and (bodies[top - 1].startswith("Exception ignored in") or
+                                                (msg and bodies[top - 1].strip() == msg)) else top
                 stopping |= set(range(above, k + 1))
             else:
                 stopping.add(k)
@@ -218,7 +226,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     # prints after it ("EngineDeadError" in the API server, CancelledError, SystemExit) is no
     # failure. Stopped after serving it is clean; stopped while starting, a stall (incomplete).
     # A later start-up phase is a relaunch logged to the same file: its failures count again.
-    stop = next((k for k in range(n) if _DELIBERATE_STOP.search(bodies[k])), None)
+    # An interrupt's traceback is such a stop too: what its shutdown prints after it (a worker
+    # "died, exit code: -15") is no failure either.
+    stop = min((k for k in range(n) if _DELIBERATE_STOP.search(bodies[k])), default=None)
+    if stopping and (stop is None or min(stopping) < stop):
+        stop = min(stopping)
     if stop is not None:
         resume = next((j for j, _, _ in phases if j > stop), n)
         live = [k for k in live if k < stop or k >= resume]
@@ -266,6 +278,8 @@ _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG
 # vLLM's periodic metrics with nothing generated: no health (requests running: a stall; none: an
 # API server idle, or still logging after its engine died)
 _STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
+_BANDWIDTH = re.compile(r"Avg bus bandwidth")
+_WRONG_DATA = re.compile(r"# Out of bounds values\s*:\s*[1-9]\d* FAILED")
 _C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
 # A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher

@@ -83,6 +83,8 @@ _PREFIXES = [re.compile(p) for p in (
     r"^(?P<lvl>E)\s{2,}(?=\S)",  # pytest failure lines
     r"^[\w.-]+:\d+:\d+ \[\d+\]\s(?=\S)",  # NCCL: 'host:pid:tid [dev] '
     r"^\[\d+\]\s(?=[\w/.]+\.(?:cc|h):\d+ NCCL|NCCL)",  # NCCL: '[0] misc/socket.cc:71 NCCL WARN'
+    r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?",  # Open MPI's --tag-output: '[1,0]<stdout>:'
+    r"^ ?\[[\w.-]+\.py:\d+\]\s",  # what is left of a vLLM record cut after its date: ' [multiproc_executor.py:963] '
 )]
 
 
@@ -157,11 +159,14 @@ _HEALTH = re.compile("|".join((
     r'"(?:POST|GET) /\S* HTTP/\d(?:\.\d)?" 200\b',
     r"Avg prompt throughput: ",
     r"PERFORMANCE OVERVIEW|Serving Benchmark Result|Successful requests:|Request [Tt]hroughput|Output token throughput|Benchmark duration",
-    r"\b\d+ passed\b|All tests passed|Avg bus bandwidth",
+    # a test run's summary, unless it counts failures too ("2 failed, 7 passed in 4.08s")
+    r"^(?!.*\b[1-9]\d* (?:failed|errors?)\b).*\b\d+ passed\b|All tests passed|Avg bus bandwidth",
     r"Starting vLLM API server|Setting max batch total tokens|^Throughput: [\d.]+ requests/s|Generated text: ",
 )))
 
 # Failure evidence, whatever the line's level.
+_MEMORY_KILL = (r"\b(?:KILL(?:ED|ING)?|[Kk]ill(?:ed|ing)?)\b[^\n]{0,80}\b(?:Mem(?:Available|Free)|memory|RAM)\b[^\n]{0,60}"
+                r"(?:<|\bbelow\b|\bunder\b|\blow\b|\bexceed)|\bOut of memory: Kill(?:ed)? process\b|\bOOMKilled\b")
 _FAIL = re.compile("|".join((
     r"Traceback \(most recent call last\)",
     r"\bhit an exception\b", r"Received sigquit", r"scheduler is dead", r"child process \S* ?(?:crashed|died|exited unexpectedly)",
@@ -201,9 +206,15 @@ _FAIL = re.compile("|".join((
     r"\bCUDA runtime error\b", r"^\[TM\]\[(?:ERROR|FATAL)\]",  # lmdeploy's TurboMind engine
     # MPI launchers that could not start the job (Open MPI, PMI under Slurm)
     r"\bPMI2?_Init failed\b", r"was not built with SLURM's PMI support", r"An error occurred in MPI_\w+", r"MPI_ABORT was invoked",
-    r"\bNVRM: Xid\b",  # the kernel driver's report of a GPU fault (dmesg)
+    r"\bNVRM: Xid\b",
+    # pytest's summary of a run with failures, and its per-test line "FAILED path::test - Error: ..."
+    r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)
     # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"
     r"\bNCCL failure \S+\.(?:cu|cc|cpp|c|h):\d+ '",
+    # a supervisor (a memory watchdog, the kernel's OOM killer) killing the job for want of memory
+    _MEMORY_KILL,
+    # nccl-tests' data check: results that differ from the expected ones
+    r"# Out of bounds values\s*:\s*[1-9]\d* FAILED",
 )))
 # Failure evidence only on lines that are not INFO/WARNING records (a warning that something
 # "failed" is often survived; a bare line or an ERROR record saying so is not).
@@ -306,6 +317,8 @@ _PHASE_SRC = (
     (4, r"Dynamo bytecode transform time|Compiling a graph for|Start compiling|Compiling the model", "in torch.compile"),
     (None, r"flashinfer\.jit: ?Loading JIT ops: ?(?P<op>\S+)", lambda m, r: f"in a FlashInfer JIT build ({m['op'][:60]})"),
     (None, r"flashinfer\.jit: ?Finished loading JIT ops", "after a FlashInfer JIT build"),
+    (None, r"^ptxas info\s*:|TileLang begins to compile kernel|^\[\d+/\d+\] \S*(?:nvcc|c\+\+|g\+\+|clang\+\+)\b",
+     "in a JIT build (compiling kernels)"),
     (None, r"DeepGEMM warmup", lambda m, r: "in DeepGEMM warm-up" + (lambda b: f" ({b[0]}/{b[1]})" if b else "")(_bar(r))),
     (3, r"KV Cache is allocated|Memory pool end|GPU KV cache size|Available KV cache memory|max_total_num_tokens=|# GPU blocks|"
         r"Maximum concurrency for|Memory profiling results", "after KV-cache allocation"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .diagnose_log import _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
+from .diagnose_log import _MEMORY_KILL, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
 
 # --- evidence ---------------------------------------------------------------------------------
@@ -37,6 +37,9 @@ _RULE_SRC = (
     # the driver is older than the CUDA runtime the program ships: the machine, not the program
     ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
               r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old"),
+    # a package missing or not matching its dependents (an install), whatever its name says;
+    # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
+    ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))"),
     ("bad_flag", r"error: unrecognized arguments|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
@@ -61,17 +64,24 @@ _RULE_SRC = (
     ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|"
             # NVSHMEM prints the CUDA driver's status: 2 is CUDA_ERROR_OUT_OF_MEMORY
             r"non-zero status: 2 cuMem(?:Create|Alloc\w*|Map)\b"),
+    # a compiler's own diagnostic in a kernel source is a build failure, whatever the source is
+    # for (flashinfer/comm/vllm_custom_all_reduce.cuh); not an arch check's "#error ... sm_90"
+    ("flashinfer_jit", r"^(?!.*(?:\bsm_?\d|\barch|capabilit))" + _NOT_SOURCE_BUILD +
+                       r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: "),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
             r"max_total_num_tokens.*(?:too small|<=? ?0)|larger than the maximum number of tokens that can be stored in KV cache|"
             r"KV cache is needed, which is larger than the available\s+KV cache memory|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
-            r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$"),
+            r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$|"
+            + _MEMORY_KILL),
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
                   r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"
                   r"DeepEP \w+(?: \w+)? timeout|uncorrectable NVLink|NVLink error|"
+                  # nccl-tests' data check: a collective returned wrong results
+                  r"# Out of bounds values\s*:\s*[1-9]\d* FAILED|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
                   r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
                   r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|"
@@ -251,7 +261,8 @@ _VOCAB_SRC = {
     "flashinfer_jit": (r"\bJIT\b|\bjit\b|\w_jit\b|\bjit_\w", r"\bninja\b", r"\bnvcc\b|\bnvrtc\w*|\bcicc\b|\bg\+\+|\bgcc\b",
                        r"cpp_extension|load_inline|[Bb]uilding extension",
                        r"(?<![\w.])(?!Compile with .TORCH_USE_CUDA_DSA)[Cc]ompil(?:e|ing|ation|er)s?\b(?! with .TORCH_USE_CUDA_DSA)",
-                       r"\b[\w-]+\.(?:h|cuh|hpp)\b|\bheaders?\b", r"\bcubins?\b"),
+                       # a header, not the location of code that ran ("buffer.hpp:1481" in an assertion)
+                       r"\b[\w-]+\.(?:h|cuh|hpp)\b(?!:\d)|\bheaders?\b", r"\bcubins?\b"),
     "cuda_graph_capture": (r"\bcaptur(?:e|es|ing|ed)\b", r"\bcuda ?graphs?\b|\bcudagraphs?\b|\bCUDAGraph\w*", r"\bgraph replay\b|\breplay\(\)"),
     "oom": (r"out of memory|\bOOM\b", r"\bKV[ _-]?cache\b|\bkv_cache\b", r"\ballocat(?:e|es|ed|ion|or)\b",
             r"\bmem(?:ory)?[-_ ](?:fraction|utilization|pool|usage)|gpu_memory_utilization|mem_fraction"),

@@ -933,6 +933,21 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
      "CalledProcessError: Command '['/opt/gcc-12', '/tmp/y/main.c', '-shared']' returned non-zero exit status 1.",
      "flashinfer_jit"),
+    # a supervisor killing the job for want of host memory
+    ("2026-01-02T10:00:00.000Z KILL reason=node1 MemAvailable 3.1 GiB < LOAD floor 4 GiB | phase=LOAD", "oom"),
+    ("[12345.6] Out of memory: Killed process 4242 (python3) total-vm:1234kB", "oom"),
+    # nccl-tests' data check failed (its bandwidth line after it is no health), under mpirun's tags
+    ("[1,0]<stdout>:    1048576        262144     float     sum      -1    91.2   11.50   20.12    12\n"
+     "[1,0]<stdout>:# Out of bounds values : 12 FAILED\n[1,0]<stdout>:# Avg bus bandwidth    : 20.1\n", "nccl_comm"),
+    # a compiler's error in a communication kernel's source is still a build failure
+    ("flashinfer/comm/vllm_custom_all_reduce.cuh:60:35: error: cannot initialize a parameter of type 'void *'", "flashinfer_jit"),
+    # a header named with a line number is where code ran, not a build: an assertion in a kernel library
+    ("RuntimeError: Assertion exception (/src/lib/csrc/buffer.hpp:1481): x.size(0) == idx.size(0)", "other"),
+    # a missing or mismatched package, whatever its module's name
+    ("ModuleNotFoundError: No module named 'flashinfer.jit.something'", "other"),
+    # a test run that failed, summed up by pytest
+    ("FAILED tests/test_x.py::test_y[4] - RuntimeError: Cannot pack tensors on meta\n"
+     "========== 1 failed, 7 passed in 4.08s ==========", "other"),
 ])
 def test_generic_evidence_names_its_category(text, category):
     d = diagnose.classify(text, CATALOG)
@@ -954,3 +969,44 @@ def test_requests_running_with_nothing_generated_are_no_health():
     # idle, nothing running and nothing generated: no evidence of serving either
     idle = stall.replace("Running: 1 reqs", "Running: 0 reqs")
     assert diagnose.classify("\n".join([idle] * 4), CATALOG).verdict == "incomplete"
+
+
+def test_an_interrupted_engine_after_serving_is_clean():
+    """vLLM's engine logs its signal handler's KeyboardInterrupt as ERROR records, the message
+    first; its workers then die of SIGTERM: a server stopped after serving."""
+    rec = "ERROR 04-18 15:05:59 engine.py:389] "
+    text = "\n".join([
+        "INFO:     Application startup complete.",
+        'INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        rec + "MQLLMEngine terminated", rec + "Traceback (most recent call last):",
+        rec + '  File "/v/vllm/engine/multiprocessing/engine.py", line 374, in signal_handler',
+        rec + '    raise KeyboardInterrupt("MQLLMEngine terminated")',
+        rec + "KeyboardInterrupt: MQLLMEngine terminated",
+        "ERROR 04-18 15:06:00 multiproc_worker_utils.py:124] Worker VllmWorkerProcess pid 1 died, exit code: -15",
+        "INFO:     Shutting down"])
+    assert diagnose.classify(text, CATALOG).verdict == "clean"
+    # the same stop while starting is a stall, and a failure printed before it stays the failure
+    starting = text.replace("INFO:     Application startup complete.\n", "").replace(
+        'INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n', "Loading safetensors checkpoint shards: 50%\n")
+    assert diagnose.classify(starting, CATALOG).verdict == "incomplete"
+    crashed = starting.replace(rec + "MQLLMEngine terminated", rec + "RuntimeError: CUDA error: an illegal memory access "
+                               "was encountered\n" + rec + "MQLLMEngine terminated")
+    assert diagnose.classify(crashed, CATALOG).verdict == "failed"
+
+
+def test_the_shared_memory_note_during_kernel_compilation_is_no_hang():
+    note = ("(EngineCore pid=1) INFO 09-27 13:38:50 [shm_broadcast.py:801] No available shared memory broadcast block "
+            "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming "
+            "work (e.g. compilation).")
+    start = "(EngineCore pid=1) INFO 09-27 13:30:00 [gpu_model_runner.py:1] Model loading took 9.0 GiB and 30 seconds"
+    compiling = "ptxas info    : Compile time = 0.143 ms\nptxas info    : Function properties for _Z3foov"
+    d = diagnose.classify("\n".join([start, compiling, note]), CATALOG)
+    assert (d.verdict, d.summary) == ("incomplete", "stopped in a JIT build (compiling kernels)"), d.render()
+    # without compiler output before it the note is the stall
+    d = diagnose.classify("\n".join([start, note]), CATALOG)
+    assert (d.verdict, d.category) == ("failed", "startup_hang"), d.render()
+
+
+def test_a_test_summary_with_failures_is_no_health():
+    assert diagnose.classify("============ 9 passed in 4.08s ============", CATALOG).verdict == "clean"
+    assert diagnose.classify("============ 2 failed, 7 passed in 4.08s ============", CATALOG).failed

@@ -385,7 +385,7 @@ V12_FLOOR = {"right_category": 13, "failed": 15, "healthy_called_failed": 0, "in
 # v13 was scored once as a frozen test set (2026-12-01, rules of commit 2782c56, before any of its
 # logs was seen by them or by whoever tuned them: 10/16 right category, 0/8 healthy called
 # failed, 2/2 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V13_FLOOR = {"right_category": 10, "failed": 16, "healthy_called_failed": 0, "incomplete_ok": 2, "incomplete": 2}
+V13_FLOOR = {"right_category": 16, "failed": 16, "healthy_called_failed": 0, "incomplete_ok": 2, "incomplete": 2}
 
 
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
