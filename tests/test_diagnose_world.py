@@ -30,8 +30,10 @@ sources in none of v1-v10, scored once (10/18), a tuning set since. v12 (tests/d
 logs from public sources in none of v1-v11, scored once (10/15), a tuning set since. v13
 (tests/data/world/v13): 26 logs from public sources in none of v1-v12, scored once (10/16), a
 tuning set since. v14 (tests/data/world/v14): 35 logs from public sources in none of v1-v13,
-scored once (18/19), the last set scored: test_frozen_v14_test_set prints its distance to the
-promise and fails below what its one scoring run measured. Select it alone with -k frozen_v14.
+scored once (18/19), a tuning set since. v15 (tests/data/world/v15): 38 logs from public sources
+in none of v1-v14, scored once (19/26), the last set scored: test_frozen_v15_test_set prints its
+distance to the promise and fails below what its one scoring run measured. Select it alone with
+-k frozen_v15.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -388,6 +390,12 @@ V12_FLOOR = {"right_category": 13, "failed": 15, "healthy_called_failed": 0, "in
 V13_FLOOR = {"right_category": 16, "failed": 16, "healthy_called_failed": 0, "incomplete_ok": 2, "incomplete": 2}
 
 
+# v14 was scored once as a frozen test set (2026-12-01, rules of commit 25dd99c, before any of its
+# logs was seen by them or by whoever tuned them: 18/19 right category, 1/8 healthy called
+# failed, 7/8 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V14_FLOOR = {"right_category": 19, "failed": 19, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 8}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -401,6 +409,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v11", "split-v11.json", V11_FLOOR, "10/18"),
     ("v12", "split-v12.json", V12_FLOOR, "10/15"),
     ("v13", "split-v13.json", V13_FLOOR, "10/16"),
+    ("v14", "split-v14.json", V14_FLOOR, "18/19"),
 ]
 
 
@@ -414,15 +423,15 @@ def test_tuning_set(request, name, split, floor, once):
 
 
 
-# v14, the last set scored: once (2026-12-01, rules of commit 25dd99c, before any of its logs was
-# seen by them or by whoever tuned them: 18/19 right category, 1/8 healthy called failed, 7/8
+# v15, the last set scored: once (2026-12-01, rules of commit 73298f1, before any of its logs was
+# seen by them or by whoever tuned them: 19/26 right category, 0/9 healthy called failed, 1/3
 # incomplete right; docs/diagnosis.md). The figures may only rise.
-V14 = WORLD / "v14"
-V14_MEASURED = {"right_category": 18, "failed": 19, "healthy_called_failed": 1, "incomplete_ok": 7, "incomplete": 8}
+V15 = WORLD / "v15"
+V15_MEASURED = {"right_category": 19, "failed": 26, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 3}
 
 
-def test_frozen_v14_test_set(request):
-    """v14, the last set scored: prints the distance to the promise; fails below its one score."""
-    result = score(frozen_items(V14, "split-v14.json"))
-    _keep(request, "v14", result)
-    _at_least(result, V14_MEASURED, "frozen v14 test set")
+def test_frozen_v15_test_set(request):
+    """v15, the last set scored: prints the distance to the promise; fails below its one score."""
+    result = score(frozen_items(V15, "split-v15.json"))
+    _keep(request, "v15", result)
+    _at_least(result, V15_MEASURED, "frozen v15 test set")
