@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -33,8 +34,11 @@ def _read_log(path: str) -> str:
         raise SystemExit(_unusable(f"{path}: cannot read: {e.strerror or e}"))
     if not data.strip():
         raise SystemExit(_unusable(f"{path}: the file is empty; pass the server's log (stdout and stderr)"))
+    # Runs of NUL bytes are holes a log gets when it is truncated while a process still appends
+    # to it (logrotate's copytruncate, a restart writing at its old offset): no text, no binary.
+    data = re.sub(rb"\x00+", b"", data)
     sample = data[:65536]
-    if b"\x00" in sample or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) * 0.05:
+    if not data.strip() or sum(b < 9 or 13 < b < 32 for b in sample) > len(sample) * 0.05:
         raise SystemExit(_unusable(f"{path}: binary data, not a text log"))
     return data.decode("utf-8", errors="replace")
 

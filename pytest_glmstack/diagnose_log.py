@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 
 # A failed bind is fatal wherever it stands in the log (see classify).
-_BIND_FAILED = r"\[Errno 98\] (?:error while attempting to bind|Address already in use)"
+# The port cannot be had: taken (98; 10048 on Windows), or refused to this user (13; 10013, a
+# port Windows reserves), as uvicorn reports a failed bind
+_BIND_FAILED = r"\[Errno (?:98|10048|13|10013)\] (?:error while attempting to bind|Address already in use)"
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ _FAIL = re.compile("|".join((
     # MPI launchers that could not start the job (Open MPI, PMI under Slurm)
     r"\bPMI2?_Init failed\b", r"was not built with SLURM's PMI support", r"An error occurred in MPI_\w+", r"MPI_ABORT was invoked",
     r"\bNVRM: Xid\b",
+    r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
     # pytest's summary of a run with failures, and its per-test line "FAILED path::test - Error: ..."
     r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)
     # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"

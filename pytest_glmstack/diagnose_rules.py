@@ -37,6 +37,9 @@ _RULE_SRC = (
     # the driver is older than the CUDA runtime the program ships: the machine, not the program
     ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
               r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old"),
+    # vLLM's profiling check that free memory did not grow while it measured (another process
+    # on the GPU freeing memory): no shortage of memory
+    ("other", r"Error in memory profiling\. Initial free memory [\d.]+ ?GiB, current free memory"),
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))"),
@@ -46,7 +49,7 @@ _RULE_SRC = (
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
                  r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
-    ("port_in_use", r"address already in use|\[Errno 98\]|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
+    ("port_in_use", r"address already in use|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
                     r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)"),
     ("dynamo_unsupported", r"torch\._dynamo\.exc\.Unsupported|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
@@ -119,7 +122,9 @@ _RULE_SRC = (
                          r"(?:is |are )?not (?:yet )?supported on (?:\w+ )?(?:Blackwell|Hopper|Ampere|Ada|Turing|Volta|Pascal|"
                          r"SM ?\d{2,3}|sm_?\d{2,3}|[BHAVT]\d{2,3}|GB\d{3}|RTX \w+)\b|"
                          r"only supports? (?:\w+ )?(?:GPUs?|Ampere|Hopper|Blackwell|Ada|Turing|sm_?\d+)|"
-                         r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu"),
+                         r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu|"
+                         # "Found Tesla P40 which is too old to be supported by the triton GPU compiler"
+                         r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)

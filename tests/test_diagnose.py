@@ -106,6 +106,11 @@ def test_cli_exit_codes(tmp_path):
     junk.write_bytes(bytes(range(256)) * 10)
     r = run(str(junk))
     assert r.returncode == 2 and "binary data" in r.stderr
+    # a log with a hole of NULs (truncated while a process appended to it) is still a log
+    holed = tmp_path / "holed.log"
+    holed.write_bytes((LOGS / "h200-0.5.17-bad-flag-enable-piecewise.log").read_bytes() + b"\x00" * 100000 + b"\n")
+    r = run(str(holed))
+    assert r.returncode == 1 and "bad_flag" in r.stdout, r.stderr
     empty = tmp_path / "empty.log"
     empty.write_text("")
     assert run(str(empty)).returncode == 2
@@ -943,6 +948,15 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("flashinfer/comm/vllm_custom_all_reduce.cuh:60:35: error: cannot initialize a parameter of type 'void *'", "flashinfer_jit"),
     # a header named with a line number is where code ran, not a build: an assertion in a kernel library
     ("RuntimeError: Assertion exception (/src/lib/csrc/buffer.hpp:1481): x.size(0) == idx.size(0)", "other"),
+    # a bind refused to this user (a port Windows reserves), as uvicorn reports it
+    ("[Errno 13] error while attempting to bind on address ('127.0.0.1', 5000): access denied\n"
+     "Running on local URL:  http://127.0.0.1:7860", "port_in_use"),
+    # llama.cpp's allocation on the GPU failed
+    ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9536.19 MiB on device 1: cudaMalloc failed: out of memory",
+     "oom"),
+    ("RuntimeError: Found Tesla P40 which is too old to be supported by the triton GPU compiler", "arch_unsupported"),
+    ("AssertionError: Error in memory profiling. Initial free memory 62.7 GiB, current free memory 63.1 GiB. "
+     "This happens when other processes sharing the same container release GPU memory", "other"),
     # a missing or mismatched package, whatever its module's name
     ("ModuleNotFoundError: No module named 'flashinfer.jit.something'", "other"),
     # a test run that failed, summed up by pytest
