@@ -1,0 +1,270 @@
+"""The cause of a failed log: its category, known issue, origin and caller frames, one-line
+summary and evidence, from the failure lines the verdict scan found (pytest_glmstack.diagnose).
+
+The causal exception decides (the first of a chain that is no mere wrapper), then the evidence
+printed with it, an argument check's refusal, a capture wrapper, the frames, the known-issue
+catalog and the category vocabularies, in that order."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from .diagnose_catalog import KnownIssue
+from .diagnose_log import (_CONFIG_DUMP, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
+                           short_path)
+from .diagnose_result import Diagnosis
+from .diagnose_rules import (_CAPTURE_WRAPPER, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
+                             _inner, _native_crash_category, _refused_setting, _rule, _vocabulary, _vocabulary_category)
+
+
+_CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError)$")
+_INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
+# A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher
+# stubs, Inductor's C++ wrappers) that exited non-zero: a JIT build failure, whoever wraps it
+_COMPILER_RUN_FAILED = re.compile(r"CalledProcessError: Command '\[?'(?:[^']*/)?(?:ccache/)?(?:gcc|g\+\+|cc|c\+\+|clang\+\+|clang|nvcc|ninja)(?:-\d+)?'"
+                                  r"[^\n]*returned non-zero exit status")
+_DYNAMO_UNSUPPORTED_EXC = re.compile(r"\b(?:Unsupported|UserError|Unsupported\w*Error)\b")
+
+
+def _dynamo_internal(exc) -> bool:
+    """An exception other than Dynamo's Unsupported raised inside Dynamo's own code (an
+    AssertionError in torch/_dynamo/variables/): Dynamo failed, it did not refuse the code."""
+    if exc is None or exc.name is None or _DYNAMO_UNSUPPORTED_EXC.search(exc.name) or not exc.frames:
+        return False
+    return "torch/_dynamo/" in exc.frames[-1].path.replace("\\", "/")
+
+
+# An assert on the GPU's generation ("assert is_sm90_supported()")
+_ARCH_ASSERT = re.compile(r"^\s*assert\b.*(?:\bis_sm_?\d+\w*|\bsm_?\d+\w*_supported\b|\bis_(?:hopper|blackwell|ampere|ada|turing|volta)\w*|"
+                          r"device_capability|compute_capability|\bget_arch\w*\()", re.I)
+# A compiled extension built against another torch or CUDA than the one loading it
+_ABI_MISMATCH = re.compile(r"\bundefined symbol: \w")
+_CHILD_OUTPUT = re.compile(r"^(?:std(?:out|err)|captured std(?:out|err))\b\s*:", re.I)
+def _strip(s: str) -> str:
+    return _clean_summary(s.strip())
+
+
+def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) -> Diagnosis:
+    n = len(lines)
+
+    def body_at(k):
+        return lines[k].body
+
+    recs = [r for r in _exceptions(lines, code) if r.idx >= start]
+    # The causal exception: the first one that is not a mere wrapper ("Engine core initialization
+    # failed", "Scheduler hit an exception"): Python prints the cause before what it caused.
+    causal = next((r for r in recs if r.name is not None and not _WRAPPER.search(r.head)), None)
+    if causal is not None and any(_CHILD_OUTPUT.match(c) for c in causal.cont):
+        # "Test failed: stdout: ... stderr: <traceback>": the exception quotes the output of a
+        # child process that failed, and the child's own exception, quoted below it, is the cause
+        quoted = next((r for r in recs[recs.index(causal) + 1:] if r.idx - causal.idx <= 60 and r.name is not None
+                       and not _WRAPPER.search(r.head)), None)
+        causal = quoted or causal
+    truncated = next((r for r in recs if r.name is None), None)
+    # a binary built against another torch/CUDA: the rest of its message (the arch-specific paths
+    # the loader tried, the GPU it saw) names no cause
+    abi = causal is not None and bool(_ABI_MISMATCH.search(causal.head) or _ABI_MISMATCH.search(causal.nested or ""))
+
+    category = matched = None
+    from_head = False
+    wrapper_cat = None
+    if causal is not None:
+        head = causal.head
+        inner = _inner(head)
+        if _CAPTURE_WRAPPER.search(head):
+            wrapper_cat = "cuda_graph_capture"
+        # an exception whose message starts on the next line ("DistNetworkError:\n The server
+        # socket has failed to listen ...\n EADDRINUSE"): those lines are its message
+        said = head if causal.msg.strip() or wrapper_cat else "\n".join([head, *causal.cont[:6]])
+        told = "\n".join(c for c in causal.cont if not _is_benign(c))
+        for t in ([inner] if inner else []) + [said if not wrapper_cat else "", causal.nested or "",
+                                                told if not (wrapper_cat or abi) else ""]:
+            category, matched = _rule(t)
+            if category:
+                from_head = t in (head, inner, said)
+                break
+    # The evidence around the cause: what was printed up to the end of the causal record (ninja
+    # output, NCCL WARN lines, C++ error prints) or, without a Python exception, all of it.
+    hi = causal.end if causal is not None else n
+    ev = [k for k in live if k < hi and k not in code and not frame_at[k]]
+    if category is None:
+        plain = [k for k in ev if not _CAPTURE_WRAPPER.search(body_at(k))]
+        category, matched = _rule("\n".join(body_at(k) for k in plain))
+        if category is None:
+            wrapped = [k for k in ev if _CAPTURE_WRAPPER.search(body_at(k))]
+            if wrapped:
+                # SGLang's "Capture cuda graph failed: <cause>" / "Piecewise CUDA Graph failed
+                # with error: <cause>": the cause it quotes first, else a capture failure.
+                matched = body_at(wrapped[0]).strip()
+                category = _rule(_inner(matched) or "")[0] or "cuda_graph_capture"
+    if category == "arch_unsupported" and from_head and _raised_in_build(causal):
+        # a build's own check of the archs it was asked to build for (TORCH_CUDA_ARCH_LIST, the
+        # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
+        category = "flashinfer_jit"
+    if category == "flashinfer_jit" and any(_SOURCE_BUILD_DIAG.search(body_at(k)) for k in ev):
+        # the compiler's first complaint is about a package's own sources (csrc/): building that
+        # package from source failed (a missing submodule, a toolkit mismatch), not a run-time JIT
+        category = "other"
+    if category == "dynamo_unsupported" and _dynamo_internal(causal):
+        category = "dynamo_other"
+    if category is None and causal is None:
+        category = _native_crash_category([ln.body for ln in lines], ev)
+    for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
+        if category is None and r.raise_src:
+            # the raise statement under the innermost frame names what was raised
+            category, _ = _rule(r.raise_src)
+        if category is None and r.raise_src and _ARCH_ASSERT.search(r.raise_src):
+            category = "arch_unsupported"  # an assert on the GPU's generation ("assert is_sm90_supported()")
+    if category is None and _refused_setting(causal):
+        category = "bad_flag"
+    if causal is not None and wrapper_cat is None:
+        # a wrapper the cause was chained into ("During handling ...": "Capture cuda graph failed")
+        for r in recs[recs.index(causal) + 1:]:
+            if r.link is None:
+                break
+            if _CAPTURE_WRAPPER.search(r.head):
+                wrapper_cat = "cuda_graph_capture"
+    named = category is not None  # by the exception's own words or the evidence, not by where it struck
+    if category is None and wrapper_cat:
+        category = wrapper_cat
+    for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
+        if category is None:
+            category = _frame_category(r)
+    # A programming error (TypeError, AttributeError, ...) in the code a capture ran is that code's
+    # bug: the capture wrapper or the capture frames around it name where it struck, not why.
+    code_bug = causal is not None and bool(_CODE_BUG.search(causal.name or ""))
+    if code_bug and not named and category in ("cuda_graph_capture", "nccl_comm", "flashinfer_jit"):
+        category = None  # (nor inside communication or JIT code: "where", not "why")
+    if category == "dynamo_other" and any(r is not None and _INDUCTOR_WRAPPER.search(f"{r.head}\n{r.raise_src}")
+                                          for r in (causal, truncated)):
+        # Inductor's wrapper around what failed inside it: a cause the evidence names wins
+        inside, line = _rule("\n".join(body_at(k) for k in ev if not _INDUCTOR_WRAPPER.search(body_at(k))))
+        own, own_line = _rule(_INDUCTOR_WRAPPER.sub("", causal.head)) if causal is not None else (None, None)
+        if inside == "arch_unsupported":  # (not "out of resource": Inductor's autotuning survives it)
+            category, matched = inside, line
+        elif own == "oom":  # "InductorError: OutOfMemoryError: CUDA out of memory": the memory ran out
+            category, matched = own, own_line
+        else:
+            own_lines = [causal.head, *causal.cont] if causal is not None else []
+            run = next((m for t in own_lines + [body_at(k) for k in ev] for m in [_COMPILER_RUN_FAILED.search(t)] if m),
+                       None)
+            if run is not None:
+                category, matched = "flashinfer_jit", run.group(0)
+
+    # Origin: the causal exception's frames (Dynamo's 'from user code' frames when it lists them).
+    origin = caller = raised_at = None
+    src = causal if causal is not None and (causal.frames or causal.user_frames) else (
+        truncated if causal is None else None)
+    if src is not None:
+        frames = src.user_frames or src.frames
+        origin, caller, raised_at = _origin(frames, compiled=bool(src.user_frames))
+
+    if causal is not None:
+        summary = _exc_summary(causal, lines, matched, from_head)
+    else:
+        summary = _evidence_summary(lines, body_at, matched, ev, live, truncated, frame_at, origin, raised_at)
+    if category == "bad_flag":
+        err = next((m.group(0) for k in live for m in [re.search(r"^(?:[^:]{1,60}: )?error: .*", body_at(k))] if m), None)
+        if err:
+            summary = err.strip()
+        elif any(body_at(k).startswith("usage: ") for k in live):
+            summary = "argparse printed its usage, so a flag was refused (the line naming it is cut off)"
+
+    evidence: list[str] = []
+    if causal is not None:
+        evidence.append(lines[causal.idx].raw.strip()[:300])
+        shown = [f for f in (causal.user_frames or causal.frames) if not _is_torch_machinery(f.path)][-4:]
+        evidence += [f'File "{short_path(f.path)}", line {f.line}, in {f.func}' for f in shown]
+    if matched and not any(matched[:200] in e for e in evidence):
+        evidence.append(matched[:300])
+    for k in ev[:3] + live[-2:]:
+        line = lines[k].raw.strip()[:300]
+        if line and not any(lines[k].body.strip()[:200] in e for e in evidence) and \
+                lines[k].body.strip() != _TB_START + ":":
+            evidence.append(line)
+
+    ruled_other = category == "other"  # a rule that names a cause outside the categories
+    category = category or "other"
+    if category == "startup_hang" and served:
+        category = "other"  # a watchdog or timeout while serving: the start-up was over (the server was ready)
+    known = _known(catalog, lines, start, category)
+    if category == "other" and known is not None and not ruled_other and known.category != "startup_hang":
+        # the catalog knows more than the generic rules did (but a stall noted before a crash
+        # is not the crash's cause)
+        category = known.category
+    if category == "other" and not abi and not ruled_other:
+        # no rule, frame or catalog entry names it: the category whose words dominate, if one does
+        score = _vocabulary(_vocab_units(lines, causal, truncated, ev, live, code, frame_at),
+                            (causal.frames + causal.user_frames) if causal is not None else
+                            (truncated.frames if truncated is not None else []),
+                            _phase_before(lines, live[0] if live else n, frame_at))
+        category = _vocabulary_category(score) or "other"
+        if code_bug and category == "cuda_graph_capture":
+            category = "other"
+    return Diagnosis("failed", category, _clean_summary(summary), tuple(evidence[:8]), origin, caller, raised_at,
+                     known, phase)
+
+
+_SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
+_BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
+
+
+def _raised_in_build(exc) -> bool:
+    """Whether an exception was raised by a build: a JIT's build code or a package's setup.py."""
+    paths = [f.path.replace("\\", "/") for f in (exc.frames if exc is not None else []) if not f.path.startswith("<")]
+    return bool(paths) and bool(_BUILD_FRAME.search(paths[-1]))
+
+
+def _vocab_units(lines, causal, truncated, ev, live, code, frame_at) -> list[tuple[float, str]]:
+    """The texts the vocabularies are counted in, with their weights: the causal exception line
+    (3), the rest of its message and the exceptions chained to it (2), the other failure lines
+    (ERROR records, C++/driver prints; 1), the raise statement of a traceback cut short (1)."""
+    units: list[tuple[float, str]] = []
+    if causal is not None:
+        units.append((3.0, causal.head))
+        units.append((2.0, "\n".join(causal.cont)))
+        if causal.raise_src:
+            units.append((1.0, causal.raise_src))
+    if truncated is not None and truncated.raise_src:
+        units.append((1.0, truncated.raise_src))
+    seen = {causal.idx} if causal is not None else set()
+    for k in sorted(set(ev) | set(live)):
+        if k in seen or k in code or frame_at[k] or _TB_START in lines[k].body:
+            continue
+        if causal is not None and causal.idx < k < causal.end:
+            continue  # already counted with the causal exception's message
+        units.append((1.0, lines[k].body))
+    return units
+
+
+def _phase_before(lines, k, frame_at) -> str | None:
+    """The last start-up phase a line before line k reached."""
+    for j in range(min(k, len(lines)) - 1, -1, -1):
+        if frame_at[j]:
+            continue
+        ph = _phase_of(lines[j].body)
+        if ph is not None:
+            return ph[1]
+    return None
+
+
+def _known(catalog: Iterable[KnownIssue], lines: list[_Line], start: int, category: str | None,
+           only: bool = False) -> KnownIssue | None:
+    """The catalog entry the failure part of the log matches, preferring one of ``category``.
+
+    The servers' config dumps (SGLang's server_args, vLLM's engine config) name every option
+    (disable_custom_all_reduce, ...), and SGLang's skipped optional imports name missing kernels
+    of models not in use: never evidence."""
+    catalog = tuple(catalog)
+    if not catalog:
+        return None
+    keep = [ln.body for ln in lines[start:] if not _CONFIG_DUMP.search(ln.raw) and len(ln.raw) < 4000
+            and not _is_benign_fatal(ln.raw)]
+    searchable = "\n".join(keep)
+    matches = [ki for ki in catalog if ki.matches(searchable)]
+    return next((ki for ki in matches if ki.category == category), None if only or not matches else matches[0])
+
+def _is_benign_fatal(line: str) -> bool:
+    # "Ignore import error ... CUDA error" etc. are reported and skipped by SGLang itself.
+    return "Ignore import error" in line
