@@ -31,9 +31,10 @@ logs from public sources in none of v1-v11, scored once (10/15), a tuning set si
 (tests/data/world/v13): 26 logs from public sources in none of v1-v12, scored once (10/16), a
 tuning set since. v14 (tests/data/world/v14): 35 logs from public sources in none of v1-v13,
 scored once (18/19), a tuning set since. v15 (tests/data/world/v15): 38 logs from public sources
-in none of v1-v14, scored once (19/26), the last set scored: test_frozen_v15_test_set prints its
-distance to the promise and fails below what its one scoring run measured. Select it alone with
--k frozen_v15.
+in none of v1-v14, scored once (19/26), a tuning set since. v16 (tests/data/world/v16): 44 logs
+from public sources in none of v1-v15, scored once (20/29), the last set scored:
+test_frozen_v16_test_set prints its distance to the promise and fails below what its one scoring
+run measured. Select it alone with -k frozen_v16.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -396,6 +397,12 @@ V13_FLOOR = {"right_category": 16, "failed": 16, "healthy_called_failed": 0, "in
 V14_FLOOR = {"right_category": 19, "failed": 19, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 8}
 
 
+# v15 was scored once as a frozen test set (2026-12-01, rules of commit 73298f1, before any of its
+# logs was seen by them or by whoever tuned them: 19/26 right category, 0/9 healthy called
+# failed, 1/3 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V15_FLOOR = {"right_category": 23, "failed": 26, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 3}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -410,6 +417,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v12", "split-v12.json", V12_FLOOR, "10/15"),
     ("v13", "split-v13.json", V13_FLOOR, "10/16"),
     ("v14", "split-v14.json", V14_FLOOR, "18/19"),
+    ("v15", "split-v15.json", V15_FLOOR, "19/26"),
 ]
 
 
@@ -423,15 +431,15 @@ def test_tuning_set(request, name, split, floor, once):
 
 
 
-# v15, the last set scored: once (2026-12-01, rules of commit 73298f1, before any of its logs was
-# seen by them or by whoever tuned them: 19/26 right category, 0/9 healthy called failed, 1/3
+# v16, the last set scored: once (2026-12-01, rules of commit 8572f6c, before any of its logs was
+# seen by them or by whoever tuned them: 20/29 right category, 1/9 healthy called failed, 6/6
 # incomplete right; docs/diagnosis.md). The figures may only rise.
-V15 = WORLD / "v15"
-V15_MEASURED = {"right_category": 19, "failed": 26, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 3}
+V16 = WORLD / "v16"
+V16_MEASURED = {"right_category": 20, "failed": 29, "healthy_called_failed": 1, "incomplete_ok": 6, "incomplete": 6}
 
 
-def test_frozen_v15_test_set(request):
-    """v15, the last set scored: prints the distance to the promise; fails below its one score."""
-    result = score(frozen_items(V15, "split-v15.json"))
-    _keep(request, "v15", result)
-    _at_least(result, V15_MEASURED, "frozen v15 test set")
+def test_frozen_v16_test_set(request):
+    """v16, the last set scored: prints the distance to the promise; fails below its one score."""
+    result = score(frozen_items(V16, "split-v16.json"))
+    _keep(request, "v16", result)
+    _at_least(result, V16_MEASURED, "frozen v16 test set")
