@@ -134,7 +134,15 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     # A traceback ending in KeyboardInterrupt is the process being stopped (Ctrl+C, SIGINT), not a
     # failure: its lines are no evidence, and a hang stopped that way stays a hang.
     stopping: set[int] = set()
+    rejected: set[int] = set()  # a request the server refused (too long for it): the server lives on
     for k in range(n):
+        if _REJECTED_REQUEST.match(bodies[k]) and not frame_at[k] and k not in code:
+            top = next((j for j in range(k - 1, max(-1, k - 400), -1) if _TB_START in bodies[j]), None)
+            if top is not None:
+                above = top - 1 if top > 0 and "Exception in ASGI application" in bodies[top - 1] else top
+                rejected |= set(range(above, k + 1))
+            rejected.add(k)
+            continue
         if _INTERRUPTED.match(bodies[k]) and not frame_at[k] and k not in code:
             top = next((j for j in range(k - 1, -1, -1) if _TB_START in bodies[j]), None)
             if top is not None:
@@ -164,7 +172,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if after[k] >= 2 and after[k] > before[k]:
             survived = k
     start = max(ready_at, survived) + 1
-    live = [k for k in fails if k >= start and k not in stopping]
+    live = [k for k in fails if k >= start and k not in stopping and k not in rejected]
     # A server stopped by a signal (a user, a supervisor, a test's teardown): what the shutdown
     # prints after it ("EngineDeadError" in the API server, CancelledError, SystemExit) is no
     # failure. Stopped after serving it is clean; stopped while starting, a stall (incomplete).
@@ -212,6 +220,8 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
 
 
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
+# A request refused by validation, answered with a 4xx: one request's error, not the server's
+_REJECTED_REQUEST = re.compile(r"^\s*(?:[\w.]+\.)?(?:VLLMValidationError|RequestValidationError)\b")
 # The lines a server prints when a signal stops it on purpose (vLLM, TGI, uvicorn under a
 # supervisor), not SGLang's "Received sigquit" from a crashed child
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"

@@ -158,7 +158,8 @@ _HEALTH = re.compile("|".join((
     # TGI: the router's lines, not a shard's "Shard ready" (the other shards may never be ready)
     r"^Connected\s*$", r"Invalid hostname, defaulting to 0\.0\.0\.0",
     r"\b(?:Decode|Prefill) batch\b.*#running-req",
-    r'"(?:POST|GET) /\S* HTTP/\d(?:\.\d)?" 200\b',
+    # a request served; not a scrape of /metrics, which the API server answers with its engine dead
+    r'"(?:POST|GET) /(?!metrics\b)\S* HTTP/\d(?:\.\d)?" 200\b',
     r"Avg prompt throughput: ",
     r"PERFORMANCE OVERVIEW|Serving Benchmark Result|Successful requests:|Request [Tt]hroughput|Output token throughput|Benchmark duration",
     # a test run's summary, unless it counts failures too ("2 failed, 7 passed in 4.08s")

@@ -60,8 +60,6 @@ _RULE_SRC = (
                            r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten"),
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
                      r"recompile_limit|cache_size_limit|torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
-    # Dynamo's footer and user-code listing without a named exception: most often a graph break
-    ("dynamo_unsupported", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace|^\s*from user code:\s*$"),
     # NCCL's own report that an allocation failed: memory, not the network (the peers' "connection
     # closed by remote peer" that follows is the consequence)
     ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|"
@@ -133,6 +131,9 @@ _RULE_SRC = (
                        # an assertion in Triton's MLIR compiler (its lib/Analysis, lib/Dialect, ... sources)
                        r"/lib/(?:Analysis|Conversion|Dialect|Target)/[\w/]+\.cpp:\d+: .*Assertion .* failed|"
                        r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"
+                       # an assertion in a JIT runtime's own code (DeepGEMM's jit/kernel_runtime.hpp: the
+                       # compiler's exit code), not in a kernel's header it includes (jit/../include/)
+                       r"Assertion (?:error|exception|failed)\W+[^\s()]*/jit/(?!\.\.)[\w.-]+\.(?:hpp|h|cuh|cpp|cu|cc):\d+|"
                        r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
                        # a compiler's diagnostic (not one of a package's own source build under csrc/)
                        + _NOT_SOURCE_BUILD + r".*\bfatal error: [\w./-]+\.h: No such file|"
@@ -142,6 +143,10 @@ _RULE_SRC = (
                        r"requires CUDA >= ?[\d.]+|cubin_loader|Download failed|Error building extension|"
                        # a header the build needs is missing, however it is reported
                        r"\b[\w/.-]+\.(?:h|hh|hpp|cuh)\b['\"`]?:? (?:not found|is missing|missing|No such file)"),
+    # Dynamo's footer and user-code listing without a named exception: most often a graph break
+    # (Dynamo prints them under any error raised while it compiles: a named arch or JIT failure
+    # above wins)
+    ("dynamo_unsupported", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace|^\s*from user code:\s*$"),
     # weaker communication vocabulary: the fabric (InfiniBand/RDMA, NCCL's IB transport), the
     # c10d watchdog that reports a collective's CUDA error, a CUDA error raised by the host code of
     # a communication library (not by one of its compute kernels under kernels/)

@@ -957,6 +957,15 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("RuntimeError: Found Tesla P40 which is too old to be supported by the triton GPU compiler", "arch_unsupported"),
     ("AssertionError: Error in memory profiling. Initial free memory 62.7 GiB, current free memory 63.1 GiB. "
      "This happens when other processes sharing the same container release GPU memory", "other"),
+    # an assertion in a JIT runtime's own code (the compiler's exit code) is the build ...
+    ("RuntimeError: Assertion error (csrc/apis/../jit_kernels/impls/../../jit/kernel_runtime.hpp:45): exit_code == 0",
+     "flashinfer_jit"),
+    # ... one in a kernel's header that the JIT includes is the kernel's
+    ("Assertion failed: /v/deep_gemm/jit/../include/deep_gemm/fp8_gemm.cuh:435, condition: n % 128 == 0", "other"),
+    # Dynamo's footer under a named arch failure of Triton's ptxas
+    ("RuntimeError: Internal Triton PTX codegen error\n`ptxas` stderr:\nptxas fatal   : Value 'sm_120' is not defined "
+     "for option 'gpu-name'\n\nSet TORCHDYNAMO_VERBOSE=1 for the internal stack trace (please do this especially if "
+     "you're reporting a bug to PyTorch).", "arch_unsupported"),
     # a missing or mismatched package, whatever its module's name
     ("ModuleNotFoundError: No module named 'flashinfer.jit.something'", "other"),
     # a test run that failed, summed up by pytest
@@ -1024,3 +1033,21 @@ def test_the_shared_memory_note_during_kernel_compilation_is_no_hang():
 def test_a_test_summary_with_failures_is_no_health():
     assert diagnose.classify("============ 9 passed in 4.08s ============", CATALOG).verdict == "clean"
     assert diagnose.classify("============ 2 failed, 7 passed in 4.08s ============", CATALOG).failed
+
+
+def test_a_refused_request_and_a_metrics_scrape_say_nothing_of_the_server():
+    ready = "(APIServer pid=1) INFO:     Application startup complete."
+    refused = "\n".join([
+        "(APIServer pid=1) ERROR:    Exception in ASGI application",
+        "(APIServer pid=1) Traceback (most recent call last):",
+        '(APIServer pid=1)   File "/v/vllm/entrypoints/openai/serving_engine.py", line 9, in _validate_input',
+        "(APIServer pid=1)     raise VLLMValidationError(",
+        "(APIServer pid=1) vllm.exceptions.VLLMValidationError: This model's maximum context length is 32768 tokens. "
+        "However, you requested 3000 output tokens",
+        '(APIServer pid=1) INFO:     127.0.0.1:5 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request'])
+    assert diagnose.classify(ready + "\n" + refused, CATALOG).verdict == "clean"
+    # the engine died; the API server still answers Prometheus' scrape: no health after the crash
+    crash = "(EngineCore_0 pid=9) RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    scrape = '(APIServer pid=1) INFO:     10.0.0.1:46482 - "GET /metrics HTTP/1.1" 200 OK'
+    d = diagnose.classify("\n".join([ready, crash, scrape]), CATALOG)
+    assert (d.verdict, d.category) == ("failed", "arch_unsupported"), d.render()
