@@ -54,5 +54,11 @@ def test_ab_against_a_slower_stack_fails_the_level_with_the_paired_verdict(pytes
         assert all(b < a for a, b in ab["pairs"]), ab["pairs"]
     else:
         # Beside another busy worker (pytest -n 2) the pairs swing by 100% and more (CV 128%
-        # measured): the gate must then refuse to call it, failing the level as inconclusive.
-        assert ab["verdict"] == "inconclusive" and ab["cv"] > 0.30 and "CV" in ab["message"], ab
+        # measured), or less but with an interval still too wide (1.037x [0.574, 1.872] at CV 26%
+        # measured): the gate must then refuse to call it, failing the level as inconclusive,
+        # and say which of the two it was.
+        assert ab["verdict"] == "inconclusive", ab
+        if ab["cv"] > 0.30:
+            assert "CV" in ab["message"], ab
+        else:
+            assert ab["low"] < 0.70 and "the interval reaches" in ab["message"], ab
