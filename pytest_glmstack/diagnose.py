@@ -32,7 +32,7 @@ from typing import Iterable
 from .diagnose_catalog import CATEGORIES, CatalogError, KnownIssue, load_catalog  # noqa: F401 (the API)
 from .diagnose_cause import _failed, _is_benign_fatal, _known, _strip
 from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_WEAK, _FRAME_RE,
-                           _HEALTH, _TB_START, _WARNING_EXC, _is_benign, _Line, _phase_of, _split)
+                           _HEALTH, _TB_START, _WARNING_EXC, _WRONG_DATA, _is_benign, _Line, _phase_of, _split)
 from .diagnose_result import Diagnosis  # noqa: F401 (the API)
 from .diagnose_rules import _HANG_NOTE, _clean_summary, _recovered
 
@@ -95,7 +95,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if not b.strip():
             continue
         if _HEALTH.search(b) and not _is_benign(ln.raw) and not _STALLED.search(b) and not (
-                _BANDWIDTH.search(b) and any(_WRONG_DATA.search(x) for x in bodies[max(0, k - 3):k])):
+                _BANDWIDTH.search(b) and any(_WRONG_DATA_RE.search(x) for x in bodies[max(0, k - 3):k])):
             health.append(k)  # (nccl-tests prints its bandwidth after a failed data check too)
         ph = _phase_of(b)
         if ph is not None and not frame_at[k]:
@@ -231,7 +231,7 @@ _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG
 # API server idle, or still logging after its engine died)
 _STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
 _BANDWIDTH = re.compile(r"Avg bus bandwidth")
-_WRONG_DATA = re.compile(r"# Out of bounds values\s*:\s*[1-9]\d* FAILED")
+_WRONG_DATA_RE = re.compile(_WRONG_DATA)
 _C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
 _SHARD_READY = re.compile(r"Shard ready in [\d.]+\w* rank=(?P<rank>\d+)")
 _SHARD_WAIT = re.compile(r"Waiting for shard to be ready\.* rank=(?P<rank>\d+)")

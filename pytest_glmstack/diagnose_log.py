@@ -170,6 +170,7 @@ _HEALTH = re.compile("|".join((
 # Failure evidence, whatever the line's level.
 _MEMORY_KILL = (r"\b(?:KILL(?:ED|ING)?|[Kk]ill(?:ed|ing)?)\b[^\n]{0,80}\b(?:Mem(?:Available|Free)|memory|RAM)\b[^\n]{0,60}"
                 r"(?:<|\bbelow\b|\bunder\b|\blow\b|\bexceed)|\bOut of memory: Kill(?:ed)? process\b|\bOOMKilled\b")
+_WRONG_DATA = r"# Out of bounds values\s*:\s*[1-9]\d* FAILED"  # nccl-tests' failed data check
 _FAIL = re.compile("|".join((
     r"Traceback \(most recent call last\)",
     r"\bhit an exception\b", r"Received sigquit", r"scheduler is dead", r"child process \S* ?(?:crashed|died|exited unexpectedly)",
@@ -217,8 +218,7 @@ _FAIL = re.compile("|".join((
     r"\bNCCL failure \S+\.(?:cu|cc|cpp|c|h):\d+ '",
     # a supervisor (a memory watchdog, the kernel's OOM killer) killing the job for want of memory
     _MEMORY_KILL,
-    # nccl-tests' data check: results that differ from the expected ones
-    r"# Out of bounds values\s*:\s*[1-9]\d* FAILED",
+    _WRONG_DATA,  # nccl-tests' data check: results that differ from the expected ones
 )))
 # Failure evidence only on lines that are not INFO/WARNING records (a warning that something
 # "failed" is often survived; a bare line or an ERROR record saying so is not).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .diagnose_log import _MEMORY_KILL, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
+from .diagnose_log import _MEMORY_KILL, _WRONG_DATA, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
 
 # --- evidence ---------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ _RULE_SRC = (
                   r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"
                   r"DeepEP \w+(?: \w+)? timeout|uncorrectable NVLink|NVLink error|"
                   # nccl-tests' data check: a collective returned wrong results
-                  r"# Out of bounds values\s*:\s*[1-9]\d* FAILED|"
+                  + _WRONG_DATA + r"|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
                   r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
                   r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|"
