@@ -196,26 +196,26 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
                              phase=phase)
         if ready_at >= 0 and not hang:
             return Diagnosis("failed", "other", f"the server exited with code {exit_code} after it was ready "
-                             "and logged no error", tail, phase=phase)
+                             "and logged no error", tail, phase=phase, basis="exit")
         where = f"stopped {phase}" if phase else "stopped before any start-up phase this diagnosis knows"
         stuck = _ranks_left_behind(lines) if ready_at < 0 else None
         if stuck:
             return Diagnosis("failed", "startup_hang", stuck, tail,
-                             known_issue=_known(catalog, lines, 0, "startup_hang", only=True), phase=phase)
+                             known_issue=_known(catalog, lines, 0, "startup_hang", only=True), phase=phase, basis="stall")
         if hang:
             why = ("the launch timed out although the log reports the server ready" if ready_at >= 0 else
                    f"the server never became ready: its log {where}")
             return Diagnosis("failed", "startup_hang", why, tail,
-                             known_issue=_known(catalog, lines, 0, "startup_hang", only=True), phase=phase)
+                             known_issue=_known(catalog, lines, 0, "startup_hang", only=True), phase=phase, basis="stall")
         if exit_code not in (None, 0, -15, -9, -2):
             return Diagnosis("failed", "other", f"the server exited with code {exit_code} without an error in its log; "
-                             f"it {where}", tail, phase=phase)
+                             f"it {where}", tail, phase=phase, basis="exit")
         return Diagnosis("incomplete", None, where, tail, phase=phase)
 
     if sticky:
         k = sticky[0]
         return Diagnosis("failed", "port_in_use", _strip(lines[k].body), (lines[k].raw.strip(),),
-                         known_issue=_known(catalog, lines, 0, "port_in_use"), phase=phase)
+                         known_issue=_known(catalog, lines, 0, "port_in_use"), phase=phase, basis="evidence")
     return _failed(lines, code, frame_at, live, start, catalog, phase, served=0 <= ready_at < live[0])
 
 

@@ -66,7 +66,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     # the loader tried, the GPU it saw) names no cause
     abi = causal is not None and bool(_ABI_MISMATCH.search(causal.head) or _ABI_MISMATCH.search(causal.nested or ""))
 
-    category = matched = None
+    category = matched = basis = None
     from_head = False
     wrapper_cat = None
     if causal is not None:
@@ -83,6 +83,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             category, matched = _rule(t)
             if category:
                 from_head = t in (head, inner, said)
+                basis = "exception"
                 break
     # The evidence around the cause: what was printed up to the end of the causal record (ninja
     # output, NCCL WARN lines, C++ error prints) or, without a Python exception, all of it.
@@ -91,13 +92,16 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     if category is None:
         plain = [k for k in ev if not _CAPTURE_WRAPPER.search(body_at(k))]
         category, matched = _rule("\n".join(body_at(k) for k in plain))
+        basis = "evidence" if category else None
         if category is None:
             wrapped = [k for k in ev if _CAPTURE_WRAPPER.search(body_at(k))]
             if wrapped:
                 # SGLang's "Capture cuda graph failed: <cause>" / "Piecewise CUDA Graph failed
                 # with error: <cause>": the cause it quotes first, else a capture failure.
                 matched = body_at(wrapped[0]).strip()
-                category = _rule(_inner(matched) or "")[0] or "cuda_graph_capture"
+                category = _rule(_inner(matched) or "")[0]
+                basis = "evidence" if category else "location"
+                category = category or "cuda_graph_capture"
     if category == "arch_unsupported" and from_head and _raised_in_build(causal):
         # a build's own check of the archs it was asked to build for (TORCH_CUDA_ARCH_LIST, the
         # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
@@ -110,14 +114,17 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         category = "dynamo_other"
     if category is None and causal is None:
         category = _native_crash_category([ln.body for ln in lines], ev)
+        basis = "evidence" if category else None
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
         if category is None and r.raise_src:
             # the raise statement under the innermost frame names what was raised
             category, _ = _rule(r.raise_src)
         if category is None and r.raise_src and _ARCH_ASSERT.search(r.raise_src):
             category = "arch_unsupported"  # an assert on the GPU's generation ("assert is_sm90_supported()")
+        if category is not None and basis is None:
+            basis = "raise"
     if category is None and _refused_setting(causal):
-        category = "bad_flag"
+        category, basis = "bad_flag", "refusal"
     if causal is not None and wrapper_cat is None:
         # a wrapper the cause was chained into ("During handling ...": "Capture cuda graph failed")
         for r in recs[recs.index(causal) + 1:]:
@@ -127,30 +134,31 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                 wrapper_cat = "cuda_graph_capture"
     named = category is not None  # by the exception's own words or the evidence, not by where it struck
     if category is None and wrapper_cat:
-        category = wrapper_cat
+        category, basis = wrapper_cat, "location"
     for r in ([causal] if causal is not None else []) + ([truncated] if truncated is not None else []):
         if category is None:
             category = _frame_category(r)
+            basis = "location" if category else None
     # A programming error (TypeError, AttributeError, ...) in the code a capture ran is that code's
     # bug: the capture wrapper or the capture frames around it name where it struck, not why.
     code_bug = causal is not None and bool(_CODE_BUG.search(causal.name or ""))
     if code_bug and not named and category in ("cuda_graph_capture", "nccl_comm", "flashinfer_jit"):
-        category = None  # (nor inside communication or JIT code: "where", not "why")
+        category = basis = None  # (nor inside communication or JIT code: "where", not "why")
     if category == "dynamo_other" and any(r is not None and _INDUCTOR_WRAPPER.search(f"{r.head}\n{r.raise_src}")
                                           for r in (causal, truncated)):
         # Inductor's wrapper around what failed inside it: a cause the evidence names wins
         inside, line = _rule("\n".join(body_at(k) for k in ev if not _INDUCTOR_WRAPPER.search(body_at(k))))
         own, own_line = _rule(_INDUCTOR_WRAPPER.sub("", causal.head)) if causal is not None else (None, None)
         if inside == "arch_unsupported":  # (not "out of resource": Inductor's autotuning survives it)
-            category, matched = inside, line
+            category, matched, basis = inside, line, "evidence"
         elif own == "oom":  # "InductorError: OutOfMemoryError: CUDA out of memory": the memory ran out
-            category, matched = own, own_line
+            category, matched, basis = own, own_line, "exception"
         else:
             own_lines = [causal.head, *causal.cont] if causal is not None else []
             run = next((m for t in own_lines + [body_at(k) for k in ev] for m in [_COMPILER_RUN_FAILED.search(t)] if m),
                        None)
             if run is not None:
-                category, matched = "flashinfer_jit", run.group(0)
+                category, matched, basis = "flashinfer_jit", run.group(0), "evidence"
 
     # Origin: the causal exception's frames (Dynamo's 'from user code' frames when it lists them).
     origin = caller = raised_at = None
@@ -185,25 +193,28 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             evidence.append(line)
 
     ruled_other = category == "other"  # a rule that names a cause outside the categories
-    category = category or "other"
+    if category is None:
+        category, basis = "other", "none"
     if category == "startup_hang" and served:
         category = "other"  # a watchdog or timeout while serving: the start-up was over (the server was ready)
     known = _known(catalog, lines, start, category)
     if category == "other" and known is not None and not ruled_other and known.category != "startup_hang":
         # the catalog knows more than the generic rules did (but a stall noted before a crash
         # is not the crash's cause)
-        category = known.category
+        category, basis = known.category, "known_issue"
     if category == "other" and not abi and not ruled_other:
         # no rule, frame or catalog entry names it: the category whose words dominate, if one does
         score = _vocabulary(_vocab_units(lines, causal, truncated, ev, live, code, frame_at),
                             (causal.frames + causal.user_frames) if causal is not None else
                             (truncated.frames if truncated is not None else []),
                             _phase_before(lines, live[0] if live else n, frame_at))
-        category = _vocabulary_category(score) or "other"
-        if code_bug and category == "cuda_graph_capture":
-            category = "other"
+        worded = _vocabulary_category(score)
+        if code_bug and worded == "cuda_graph_capture":
+            worded = None
+        if worded:
+            category, basis = worded, "vocabulary"
     return Diagnosis("failed", category, _clean_summary(summary), tuple(evidence[:8]), origin, caller, raised_at,
-                     known, phase)
+                     known, phase, basis=basis or "none")
 
 
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")

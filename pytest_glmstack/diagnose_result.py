@@ -8,6 +8,24 @@ from dataclasses import dataclass
 from .diagnose_catalog import CATEGORIES, KnownIssue
 
 
+# What a failure's category rests on, from the strongest to the weakest. A category the log's own
+# words name holds on logs nobody here wrote far more often than one read off where the failure
+# struck or off the words of the whole log (docs/diagnosis.md, "How far a category can be trusted").
+BASES = {
+    "exception": "named by the causal exception's own words",
+    "evidence": "named by the failure lines printed with it (compiler, NCCL, C++ or driver prints)",
+    "raise": "named by the raise statement of a traceback cut off before its exception line",
+    "refusal": "an argument check's refusal that names a setting",
+    "known_issue": "a known issue's evidence pattern",
+    "stall": "the log shows the server stalled (ranks out of step, or the launch timed out)",
+    "exit": "the process exited with an error status and its log names no failure",
+    "location": "where it struck (a capture wrapper, the frames of a traceback), not what it said",
+    "vocabulary": "no rule named it: the category whose words dominate the failure lines",
+    "none": "nothing named it",
+}
+NAMED_BASES = frozenset({"exception", "evidence", "raise", "refusal", "known_issue", "stall"})
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     verdict: str  # 'clean', 'failed' or 'incomplete'
@@ -19,6 +37,15 @@ class Diagnosis:
     raised_at: str | None = None  # innermost frame of all
     known_issue: KnownIssue | None = None
     phase: str | None = None  # the last start-up phase the log reached, e.g. 'in NCCL init'
+    basis: str | None = None  # what a failure's category rests on: a key of BASES
+
+    @property
+    def confidence(self) -> str | None:
+        """'named' when the log's words name the category, 'inferred' when it is read off where
+        the failure struck or off the log's vocabulary; None unless failed."""
+        if not self.failed:
+            return None
+        return "named" if self.basis in NAMED_BASES else "inferred"
 
     @property
     def failed(self) -> bool:
@@ -38,6 +65,8 @@ class Diagnosis:
             "caller": self.caller,
             "summary": self.summary,
             "phase": self.phase,
+            "basis": self.basis,
+            "confidence": self.confidence,
             "evidence": list(self.evidence),
             "workaround": ki.workaround.strip() if ki and ki.workaround else None,
             "links": list(ki.links) if ki else [],
@@ -52,6 +81,8 @@ class Diagnosis:
         else:
             lines = [f"diagnosis: {self.category} - {CATEGORIES.get(self.category or 'other', '')}",
                      f"  summary: {self.summary}"]
+            if self.basis in BASES:
+                lines.append(f"  basis: {self.confidence}, {BASES[self.basis]}")
         if self.origin:
             lines.append(f"  origin: {self.origin}" + (f" (called from {self.caller})" if self.caller else ""))
         if self.known_issue:

@@ -167,7 +167,8 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
             evidence = [f"error: unrecognized arguments: {p.flag}" if "unrecognized" in p.problem else p.text()
                         for p in bad]
             ki = next((k for k in settings.catalog if k.matches("\n".join(evidence))), None)
-            result.diagnosis = diagnose.Diagnosis("failed", "bad_flag", text, tuple(evidence), known_issue=ki)
+            result.diagnosis = diagnose.Diagnosis("failed", "bad_flag", text, tuple(evidence), known_issue=ki,
+                                                   basis="refusal")
             return result
     try:
         model = entry.model
@@ -210,11 +211,12 @@ def launch(entry: Entry, settings: Settings, inventory: Inventory, *,
         text = result.log_text()
         result.diagnosis = diagnose.classify(text, settings.catalog, hang=hang, exit_code=code)
         if not result.diagnosis.failed:
-            result.diagnosis = diagnose.Diagnosis("failed", "startup_hang" if hang else "other", str(e))
+            result.diagnosis = diagnose.Diagnosis("failed", "startup_hang" if hang else "other", str(e),
+                                                       basis="stall" if hang else "exit")
         result.stop(settings.stop_grace)
     except (GlmstackError, RuntimeError, ValueError, OSError) as e:  # leases, Slurm's refusals, ...
         result.error = e
-        result.diagnosis = diagnose.Diagnosis("failed", "other", f"could not launch: {e}")
+        result.diagnosis = diagnose.Diagnosis("failed", "other", f"could not launch: {e}", basis="exception")
         result.stop(settings.stop_grace)
     return result
 

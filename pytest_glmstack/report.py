@@ -57,6 +57,8 @@ def entry_table(summary: dict) -> list[str]:
         diag = s.get("category") or ""
         if s.get("known_issue"):
             diag += f" [{s['known_issue']}]"
+        elif s.get("confidence") == "inferred":
+            diag += " (inferred)"  # read off where it struck or the log's words: check the evidence
         rows.append((entry_id, launch, str(s.get("passed", 0)), str(s.get("failed", 0)),
                      str(s.get("xfailed", 0)), str(s.get("skipped", 0)), diag))
     return columns(rows)
@@ -168,7 +170,8 @@ def annotate(rep, session, entry):
                                 ("gpus", list(launch.gpus))]
         if launch.diagnosis is not None:
             ki = launch.diagnosis.known_issue
-            rep.user_properties += [("category", launch.diagnosis.category), ("known_issue", ki.id if ki else None)]
+            rep.user_properties += [("category", launch.diagnosis.category), ("confidence", launch.diagnosis.confidence),
+                                    ("known_issue", ki.id if ki else None)]
     died = checks.died_during(launch) if launch.ok else None
     if rep.when == "call" and died and not launch.entry.expects_failure and rep.passed:
         rep.outcome = "failed"

@@ -197,7 +197,7 @@ class GlmstackSession:
         if self.results is None:
             self.results = results.new({})
         e = results.entry(self.results, entry_id)
-        for k in ("launch_seconds", "launch_status", "category", "known_issue", "gpus"):
+        for k in ("launch_seconds", "launch_status", "category", "confidence", "known_issue", "gpus"):
             if props.get(k) is not None:
                 s[k] = e[k] = props[k]
         if counted:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_glmstack import diagnose
+from pytest_glmstack import diagnose, diagnose_result
 
 LOGS = Path(__file__).parent / "data" / "logs"
 CATALOG = diagnose.load_catalog()
@@ -90,6 +90,40 @@ def test_cli_json_on_real_crash(flashinfer_crash_log):
     assert set(out) >= {"verdict", "category", "known_issue", "origin", "summary", "evidence"}
     assert (out["verdict"], out["category"], out["known_issue"]) == (
         "failed", "dynamo_unsupported", "dynamo-traces-flashinfer-jit-cuda-version")
+    # Dynamo's own exception names it: the strongest basis there is
+    assert (out["basis"], out["confidence"]) == ("exception", "named")
+
+
+TB = "Traceback (most recent call last):\n"
+
+
+@pytest.mark.parametrize("text, category, basis", [
+    # the causal exception's own words
+    (TB + '  File "/x/sglang/srt/server.py", line 3, in run\n    go()\n'
+     "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1, unhandled system error", "nccl_comm", "exception"),
+    # no Python exception: a C++ print of the CUDA error
+    ("Failed: Cuda error /x/custom_all_reduce.cuh:307 'peer access is not supported between these two devices'",
+     "nccl_comm", "evidence"),
+    # a capture wrapper around a message no rule knows: only where it struck
+    (TB + '  File "/x/sglang/srt/model_executor/cuda_graph_runner.py", line 9, in capture\n    run()\n'
+     "Exception: Capture cuda graph failed: frobnication index 7 is odd", "cuda_graph_capture", "location"),
+    # nothing names it
+    (TB + '  File "/x/mymodel/load.py", line 9, in load\n    f()\n'
+     "ValueError: frobnication index 7 is odd", "other", "none"),
+])
+def test_a_failure_says_what_its_category_rests_on(text, category, basis):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category, d.basis) == ("failed", category, basis), d.render()
+    assert d.confidence == ("named" if basis in ("exception", "evidence") else "inferred")
+    assert d.to_dict()["basis"] == basis and d.to_dict()["confidence"] == d.confidence
+    assert f"  basis: {d.confidence}, {diagnose_result.BASES[basis]}" in d.render().splitlines()
+
+
+def test_only_a_failure_has_a_confidence():
+    d = classify("h200-0.5.17-cudagraph.log")
+    assert d.verdict == "clean" and d.confidence is None and "basis:" not in d.render()
+    hang = diagnose.classify("[2026-01-01 00:00:00] Load weight begin.\n", CATALOG, hang=True)
+    assert (hang.category, hang.basis, hang.confidence) == ("startup_hang", "stall", "named")
 
 
 def test_cli_exit_codes(tmp_path):
