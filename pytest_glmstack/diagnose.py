@@ -221,7 +221,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
 
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
 # A request refused by validation, answered with a 4xx: one request's error, not the server's
-_REJECTED_REQUEST = re.compile(r"^\s*(?:[\w.]+\.)?(?:VLLMValidationError|RequestValidationError)\b")
+_REJECTED_REQUEST = re.compile(r"^\s*(?:(?:[\w.]+\.)?(?:VLLMValidationError|RequestValidationError)\b|"
+                               # the OpenAI-style error a server answers a request with ("The model
+                               # `x` does not exist." ... type='NotFoundError' param=None code=404)
+                               r".*\btype='\w+' param=\S+ code=4\d\d\b)")
 # The lines a server prints when a signal stops it on purpose (vLLM, TGI, uvicorn under a
 # supervisor), not SGLang's "Received sigquit" from a crashed child
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"

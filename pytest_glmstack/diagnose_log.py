@@ -202,7 +202,14 @@ _FAIL = re.compile("|".join((
     r"\bpanicked at\b",  # a Rust panic (TGI's router and launcher)
     r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)",  # clap's command-line errors
     r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?)",  # click's
-    r"\bDeepEP \w+(?: \w+)? timeout\b", r"\buncorrectable NVLink\b",
+    r"\bDeepEP\b[^\n]{0,60}\btimeout\b", r"\buncorrectable NVLink\b",
+    r"\bnvcc fatal\s*:",
+    # torch's NCCL heartbeat monitor giving up on a stuck watchdog
+    r"Heartbeat monitor timed out|without making progress in monitoring enqueued collectives",
+    # a C++ exception a runtime's own logger reports (Ray's core worker: "Unhandled exception:
+    # St13runtime_error. what(): NCCL Error 5: invalid usage")
+    r"\bUnhandled exception: \S+\.? what\(\):",
+    r"^\[E:onnxruntime:",  # onnxruntime's ERROR records
     r"\bKVTransferError\b", r"\bNIXL_ERR_[A-Z_]+",  # KV-cache transfer engines (Mooncake, NIXL)
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
     r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)
@@ -225,6 +232,7 @@ _FAIL = re.compile("|".join((
 _FAIL_WEAK = re.compile("|".join((
     r"^(?:Error|FATAL|Fatal error|Failed)\b", r"\bfailed with error\b", r"^Error in function '", r"Max retries reached",
     r"Download failed", r"\bmust be provided\b",
+    r"\bUnsupported (?:SM|GPU|CUDA) (?:version|arch)",  # a kernel's refusal of the GPU it runs on
 )))
 # Failures that are a state of the machine: fatal even when the start-up went on for a while.
 _CONDITION = re.compile(r"is not compatible with the current PyTorch installation")

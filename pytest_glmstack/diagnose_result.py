@@ -13,7 +13,7 @@ from .diagnose_catalog import CATEGORIES, KnownIssue
 # struck or off the words of the whole log (docs/diagnosis.md, "How far a category can be trusted").
 BASES = {
     "exception": "named by the causal exception's own words",
-    "evidence": "named by the failure lines printed with it (compiler, NCCL, C++ or driver prints)",
+    "evidence": "named by the log's failure lines (an argparse error, a compiler's, NCCL's, a C++ or driver print)",
     "raise": "named by the raise statement of a traceback cut off before its exception line",
     "refusal": "an argument check's refusal that names a setting",
     "known_issue": "a known issue's evidence pattern",
@@ -82,7 +82,7 @@ class Diagnosis:
             lines = [f"diagnosis: {self.category} - {CATEGORIES.get(self.category or 'other', '')}",
                      f"  summary: {self.summary}"]
             if self.basis in BASES:
-                lines.append(f"  basis: {self.confidence}, {BASES[self.basis]}")
+                lines.append(f"  basis: {BASES[self.basis]} (confidence: {self.confidence})")
         if self.origin:
             lines.append(f"  origin: {self.origin}" + (f" (called from {self.caller})" if self.caller else ""))
         if self.known_issue:

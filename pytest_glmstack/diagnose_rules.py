@@ -51,10 +51,11 @@ _RULE_SRC = (
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     ("port_in_use", r"address already in use|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
                     r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)"),
-    ("dynamo_unsupported", r"torch\._dynamo\.exc\.Unsupported|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
+    ("dynamo_unsupported", r"torch\._dynamo\.exc\.(?:Unsupported|UserError)\b|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
     # errors that only happen while a CUDA graph is being captured
     ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|operation not permitted when stream is capturing|stream is capturing|"
+                           r"depend on a capturing (?:blocking )?stream|"
                            r"uncaptured work|during (?:CUDA )?graph capture|during capture|capture stream|"
                            r"Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure|"
                            r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten"),
@@ -95,7 +96,8 @@ _RULE_SRC = (
                          # LLVM cannot emit an instruction of the target (tcgen05, wgmma: an arch's own ISA)
                          r"LLVM ERROR: Cannot select: intrinsic %llvm\.nvvm\.|"
                          r"\bonly supports? (?:Ampere|Hopper|Ada|Turing|Volta|Blackwell|sm_?\d+)\w* GPUs? or newer|"
-                         r"Unsupported architecture|architecture (?:is )?not supported|"
+                         r"Unsupported architecture|architecture (?:is )?not supported|Unsupported (?:gpu|GPU) architecture|"
+                         r"\bUnsupported (?:SM|GPU|CUDA) (?:version|arch)|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?(?:[<>=]=?\s?)?\d+|sm_?\d+a? is not supported|"
                          # a CHECK on the arch: "This kernel requires 10.x architecture. Current device has SM 120"
                          r"requires (?:SM ?)?\d+(?:\.x)? architecture|Current device has SM ?\d+|"

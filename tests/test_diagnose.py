@@ -116,7 +116,7 @@ def test_a_failure_says_what_its_category_rests_on(text, category, basis):
     assert (d.verdict, d.category, d.basis) == ("failed", category, basis), d.render()
     assert d.confidence == ("named" if basis in ("exception", "evidence") else "inferred")
     assert d.to_dict()["basis"] == basis and d.to_dict()["confidence"] == d.confidence
-    assert f"  basis: {d.confidence}, {diagnose_result.BASES[basis]}" in d.render().splitlines()
+    assert f"  basis: {diagnose_result.BASES[basis]} (confidence: {d.confidence})" in d.render().splitlines()
 
 
 def test_only_a_failure_has_a_confidence():
@@ -1085,3 +1085,46 @@ def test_a_refused_request_and_a_metrics_scrape_say_nothing_of_the_server():
     scrape = '(APIServer pid=1) INFO:     10.0.0.1:46482 - "GET /metrics HTTP/1.1" 200 OK'
     d = diagnose.classify("\n".join([ready, crash, scrape]), CATALOG)
     assert (d.verdict, d.category) == ("failed", "arch_unsupported"), d.render()
+
+
+@pytest.mark.parametrize("text, category", [
+    # nvcc's own refusal, with the padding it prints before the colon
+    ("Compilation error:\nnvcc fatal   : Unsupported gpu architecture 'compute_89'\n", "arch_unsupported"),
+    # a kernel's bare refusal of the GPU's generation
+    ("Unsupported SM version for FP8 block scaling GEMM\n", "arch_unsupported"),
+    # DeepEP's timeouts name the stage between its name and the word
+    ("DeepEP combine RDMA receiver timeout, channel: 5, RDMA: 2, nvl: 7, src RDMA: 1\n", "nccl_comm"),
+    # Ray's core worker reports a C++ exception with its own logger, not 'terminate called'
+    ("[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: Unhandled exception: St13runtime_error. "
+     "what(): NCCL Error 5: invalid usage\n", "nccl_comm"),
+    # torch's heartbeat monitor gives up on a watchdog stuck in NCCL
+    ("[rank3]:[E1 12:00:00.1 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0 Rank 3] Heartbeat monitor timed out! "
+     "Process will be terminated after dumping debug info.\n", "nccl_comm"),
+    # a CUDA error only a capture raises
+    ("RuntimeError: CUDA error: operation would make the legacy stream depend on a capturing blocking stream\n",
+     "cuda_graph_capture"),
+    # Dynamo refusing data-dependent user code
+    ("torch._dynamo.exc.UserError: Could not guard on data-dependent expression Eq(u0, 1). "
+     "Consider annotating your code using torch._check*().\n", "dynamo_unsupported"),
+    # a bus error with no word of its own: the known issue of /dev/shm too small for NCCL
+    ("[host:1 :0:381] Caught signal 7 (Bus error: nonexistent physical address)\n", "nccl_comm"),
+])
+def test_failure_lines_of_v17s_tuning(text, category):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+
+
+def test_a_kernel_refusal_logged_as_a_warning_with_a_fallback_is_no_failure():
+    d = diagnose.classify("WARNING 01-01 00:00:00 [fp8.py:1] Unsupported SM version, falling back to triton\n", CATALOG)
+    assert not d.failed, d.render()
+
+
+def test_an_error_answered_to_a_request_is_no_failure_of_the_server():
+    log = ("INFO:     Application startup complete.\n"
+           "ERROR 03-18 09:02:03 [serving_chat.py:133] Error with model object='error' message='The model `x` does "
+           "not exist.' type='NotFoundError' param=None code=404\n"
+           'INFO:     10.0.0.1:12475 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found\n')
+    assert diagnose.classify(log, CATALOG).verdict == "clean"
+    # an error that is no answer to a request still fails it
+    crashed = log + "ERROR 03-18 09:03:00 [core.py:1] EngineCore encountered a fatal error.\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert diagnose.classify(crashed, CATALOG).failed
