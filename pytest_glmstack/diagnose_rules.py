@@ -96,8 +96,7 @@ _RULE_SRC = (
                          # LLVM cannot emit an instruction of the target (tcgen05, wgmma: an arch's own ISA)
                          r"LLVM ERROR: Cannot select: intrinsic %llvm\.nvvm\.|"
                          r"\bonly supports? (?:Ampere|Hopper|Ada|Turing|Volta|Blackwell|sm_?\d+)\w* GPUs? or newer|"
-                         r"Unsupported architecture|architecture (?:is )?not supported|Unsupported (?:gpu|GPU) architecture|"
-                         r"\bUnsupported (?:SM|GPU|CUDA) (?:version|arch)|"
+                         r"Unsupported architecture|architecture (?:is )?not supported|\bUnsupported SM version|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?(?:[<>=]=?\s?)?\d+|sm_?\d+a? is not supported|"
                          # a CHECK on the arch: "This kernel requires 10.x architecture. Current device has SM 120"
                          r"requires (?:SM ?)?\d+(?:\.x)? architecture|Current device has SM ?\d+|"
