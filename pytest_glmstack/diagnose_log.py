@@ -76,7 +76,15 @@ _PREFIXES = [re.compile(p) for p in (
     r"^(?P<lvl>[IWEFV])\d{4} [\d:.]+\s+\d+ [\w/\\.<>:-]+:\d+\]\s?(?:\[[\d/]+\]\s?)?",
     r"^" + _LVL + r" \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]+:\d+\])\s?",  # vLLM: 'ERROR 10-25 13:08:43 [core.py:708] '
     r"^" + _LVL + r" \d+ \[[\w.]+:\d+\]\s?",  # level, pid, [file:line]: 'ERROR 228 [http_server.py:734] '
+    # Ray's C++ core: '[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: '
+    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?P<lvl>[DIWEF]) \d+ \d+\]\s?(?:[\w.]+:\d+:\s?)?",
     r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\]\s?",  # SGLang: '[2025-04-14 15:27:35 TP0] '
+    # a bracketed level after that timestamp (DeepSpeed: '[ERROR] [engine.py:12:step] ')
+    r"^\[" + _LVL + r"\]\s?(?:\[[\w.]+:\d+(?::\w+)?\]\s?)?",
+    r"^\[(?P<lvl>[VIWEF]):[\w.-]+:[^\]]*\]\s?",  # onnxruntime: '[E:onnxruntime:, sequential_executor.cc:494 ExecuteKernel] '
+    r"^\[TRT\]\s?\[(?P<lvl>[VIWEF])\]\s?",  # TensorRT's logger: '[TRT] [E] '
+    r"^\[NeMo (?P<lvl>[DIWEF]) [^\]]*\]\s?",  # NeMo: '[NeMo W 2024-05-01 10:00:00 nemo_logging:349] '
+    r"^" + _LVL + r":[\w.]+:",  # Python logging's default format: 'ERROR:root:'
     r"^" + _LVL + r":?\s+(?:[a-z][\w-]*[-_][\w-]*: |[\w.-]+\.py:\d+[:\]]? )?",  # 'WARNING x.py:16: ', 'INFO shard-manager: ', 'INFO:     '
     r"^(?:[a-z][\w-]*: )?text_generation_[\w:]+: (?:[\w/.]+\.rs:\d+: )?",  # TGI targets
     r"^\[TensorRT-LLM\](?:\[(?P<lvl>[A-Z]+)\])?\s?",
@@ -209,7 +217,6 @@ _FAIL = re.compile("|".join((
     # a C++ exception a runtime's own logger reports (Ray's core worker: "Unhandled exception:
     # St13runtime_error. what(): NCCL Error 5: invalid usage")
     r"\bUnhandled exception: \S+\.? what\(\):",
-    r"^\[E:onnxruntime:",  # onnxruntime's ERROR records
     r"\bKVTransferError\b", r"\bNIXL_ERR_[A-Z_]+",  # KV-cache transfer engines (Mooncake, NIXL)
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
     r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)

@@ -1128,3 +1128,23 @@ def test_an_error_answered_to_a_request_is_no_failure_of_the_server():
     # an error that is no answer to a request still fails it
     crashed = log + "ERROR 03-18 09:03:00 [core.py:1] EngineCore encountered a fatal error.\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
     assert diagnose.classify(crashed, CATALOG).failed
+
+
+@pytest.mark.parametrize("error, info", [
+    # Ray's C++ core worker
+    ("[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: Unhandled exception: St13runtime_error. what(): NCCL Error 5",
+     "[2023-07-11 15:20:05,152 I 42067 42253] core_worker.cc:4134: Failed to connect, retrying"),
+    # DeepSpeed's bracketed level after its timestamp
+    ("[2024-01-01 00:00:00,000] [ERROR] [engine.py:12:step] the optimizer step diverged",
+     "[2024-01-01 00:00:00,000] [INFO] [engine.py:12:step] Failed to find the cpu_adam op, building it"),
+    ("2023-03-07 19:26:21.706256103 [E:onnxruntime:, sequential_executor.cc:494 ExecuteKernel] Non-zero status code",
+     "2023-03-07 19:26:21.706256103 [W:onnxruntime:, session_state.cc:1 Init] Failed to allocate an arena, using the default"),
+    ("[01/01/2024-00:00:00] [TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime",
+     "[01/01/2024-00:00:00] [TRT] [W] Failed to load the timing cache"),
+    ("[NeMo E 2024-05-01 10:00:00 exp_manager:1] the checkpoint directory is not writable",
+     "[NeMo W 2024-05-01 10:00:00 nemo_logging:349] Failed to import apex, some features are disabled"),
+    ("ERROR:root:the model server stopped answering", "INFO:root:Failed over to the second replica"),
+])
+def test_the_level_of_more_log_formats_is_read(error, info):
+    assert diagnose.classify(error + "\n", CATALOG).failed, error
+    assert not diagnose.classify(info + "\n", CATALOG).failed, info
