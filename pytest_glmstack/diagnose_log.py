@@ -83,6 +83,7 @@ _PREFIXES = [re.compile(p) for p in (
     r"^\[" + _LVL + r"\]\s?(?:\[[\w.]+:\d+(?::\w+)?\]\s?)?",
     r"^\[(?P<lvl>[VIWEF]):[\w.-]+:[^\]]*\]\s?",  # onnxruntime: '[E:onnxruntime:, sequential_executor.cc:494 ExecuteKernel] '
     r"^\[TRT\]\s?\[(?P<lvl>[VIWEF])\]\s?",  # TensorRT's logger: '[TRT] [E] '
+    r"^\d+\.\d\d\.\d{3}\.\d{3} (?P<lvl>[DIWE]) ",  # llama.cpp's server: '0.00.321.514 E srv  start: '
     r"^\[NeMo (?P<lvl>[DIWEF]) [^\]]*\]\s?",  # NeMo: '[NeMo W 2024-05-01 10:00:00 nemo_logging:349] '
     r"^" + _LVL + r":[\w.]+:",  # Python logging's default format: 'ERROR:root:'
     r"^" + _LVL + r":?\s+(?:[a-z][\w-]*[-_][\w-]*: |[\w.-]+\.py:\d+[:\]]? )?",  # 'WARNING x.py:16: ', 'INFO shard-manager: ', 'INFO:     '
@@ -173,6 +174,7 @@ _HEALTH = re.compile("|".join((
     # a test run's summary, unless it counts failures too ("2 failed, 7 passed in 4.08s")
     r"^(?!.*\b[1-9]\d* (?:failed|errors?)\b).*\b\d+ passed\b|All tests passed|Avg bus bandwidth",
     r"Starting vLLM API server|Setting max batch total tokens|^Throughput: [\d.]+ requests/s|Generated text: ",
+    r"\bserver is listening on https?://|all slots are idle",  # llama.cpp's server
 )))
 
 # Failure evidence, whatever the line's level.
@@ -212,6 +214,14 @@ _FAIL = re.compile("|".join((
     r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?)",  # click's
     r"\bDeepEP\b[^\n]{0,60}\btimeout\b", r"\buncorrectable NVLink\b",
     r"\bnvcc fatal\s*:",
+    r"\bunrecognized arguments: -",  # argparse's refusal, also without the "error:" before it
+    r"^error while handling argument\b|\berror: unknown value for --",  # llama.cpp's argument parser
+    r"Error while finding module specification for",  # python -m of a module that is not installed
+    r"^[\w./-]+\.sh: (?:line|l[íi]nea|ligne|Zeile|riga) \d+: ",  # a shell script's error
+    r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\([\'\"]",  # an exception's repr: ValueError("...")
+    r"\bcouldn't bind (?:HTTP server )?socket\b",
+    # SGLang's hints after "Capture cuda graph failed: ...", also when the excerpt starts below it
+    r"disable cuda graph by --disable-cuda-graph",
     # torch's NCCL heartbeat monitor giving up on a stuck watchdog
     r"Heartbeat monitor timed out|without making progress in monitoring enqueued collectives",
     # a C++ exception a runtime's own logger reports (Ray's core worker: "Unhandled exception:
@@ -240,6 +250,7 @@ _FAIL_WEAK = re.compile("|".join((
     r"^(?:Error|FATAL|Fatal error|Failed)\b", r"\bfailed with error\b", r"^Error in function '", r"Max retries reached",
     r"Download failed", r"\bmust be provided\b",
     r"\bUnsupported (?:SM|GPU|CUDA) (?:version|arch)",  # a kernel's refusal of the GPU it runs on
+    r"\bexiting due to\b(?! signal)",  # llama.cpp: "main: exiting due to model loading error"
 )))
 # Failures that are a state of the machine: fatal even when the start-up went on for a while.
 _CONDITION = re.compile(r"is not compatible with the current PyTorch installation")
@@ -267,6 +278,7 @@ _BENIGN = re.compile("|".join((
     r"NCCL WARN Failed to open lib(?:ibverbs|mlx5|rdmacm|nccl-net)\b",
     # NCCL's RAS (health-query) socket finding its port taken is survived: RAS is optional
     r"ras/client_support\.cc:\d+ NCCL WARN Call to bind failed",
+    r"\bwarning: failed to mlock\b",  # llama.cpp's --mlock is best effort: it warns and goes on
 )))
 
 

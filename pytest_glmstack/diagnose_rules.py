@@ -43,18 +43,20 @@ _RULE_SRC = (
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))"),
-    ("bad_flag", r"error: unrecognized arguments|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
+    ("bad_flag", r"(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
+                 # more GPUs asked for (--tp, --world-size) than the machine has
+                 r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
                  r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
-    ("port_in_use", r"address already in use|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
+    ("port_in_use", r"address already in use|couldn't bind (?:HTTP server )?socket|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
                     r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)"),
     ("dynamo_unsupported", r"torch\._dynamo\.exc\.(?:Unsupported|UserError)\b|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
     # errors that only happen while a CUDA graph is being captured
-    ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|operation not permitted when stream is capturing|stream is capturing|"
+    ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|disable cuda graph by --disable-cuda-graph|operation not permitted when stream is capturing|stream is capturing|"
                            r"depend on a capturing (?:blocking )?stream|"
                            r"uncaptured work|during (?:CUDA )?graph capture|during capture|capture stream|"
                            r"Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure|"
@@ -97,6 +99,8 @@ _RULE_SRC = (
                          r"LLVM ERROR: Cannot select: intrinsic %llvm\.nvvm\.|"
                          r"\bonly supports? (?:Ampere|Hopper|Ada|Turing|Volta|Blackwell|sm_?\d+)\w* GPUs? or newer|"
                          r"Unsupported architecture|architecture (?:is )?not supported|\bUnsupported SM version|"
+                         r"\bdoes not support\b[^\n]{0,80}\b(?:with|on) (?:compute )?capability \d+|"
+                         r"\bexcept on\b[^\n]{0,60}\b(?:Arch|architectures?|GPUs?)\b|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?(?:[<>=]=?\s?)?\d+|sm_?\d+a? is not supported|"
                          # a CHECK on the arch: "This kernel requires 10.x architecture. Current device has SM 120"
                          r"requires (?:SM ?)?\d+(?:\.x)? architecture|Current device has SM ?\d+|"

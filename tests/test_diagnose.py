@@ -1148,3 +1148,42 @@ def test_an_error_answered_to_a_request_is_no_failure_of_the_server():
 def test_the_level_of_more_log_formats_is_read(error, info):
     assert diagnose.classify(error + "\n", CATALOG).failed, error
     assert not diagnose.classify(info + "\n", CATALOG).failed, info
+
+
+@pytest.mark.parametrize("text, category", [
+    # llama.cpp's server: its records' level, its bind failure, its exit line
+    ("0.00.321.514 E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\n"
+     "0.00.321.973 E srv  llama_server: exiting due to HTTP server error\n", "port_in_use"),
+    ("main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
+     "load: error loading model: llama_model_loader: failed to load model from /models/\n"
+     "main: exiting due to model loading error\n", "other"),
+    ('error while handling argument "-fa": error: unknown value for --flash-attn: \'--mlock\'\n', "bad_flag"),
+    # argparse's refusal quoted without its "error:"
+    ("unrecognized arguments: --lora-extra-vocab-size\n", "bad_flag"),
+    ("RuntimeError: Only 8 GPUs are available, but 16 are required.\n", "bad_flag"),
+    # python -m of a module that is not installed; a shell script's error, in any language
+    ("/x/.venv/bin/python: Error while finding module specification for 'vllm.entrypoints.openai.api_server' "
+     "(ModuleNotFoundError: No module named 'vllm')\n", "other"),
+    ("./start.sh: línea 18: ./llama_bin/build/bin/llama-server: No existe el archivo o el directorio\n", "other"),
+    # an exception's repr; arch refusals worded by capability or by the archs it allows
+    ("ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")\n",
+     "arch_unsupported"),
+    ("ValueError: mm_fp4 does not support backend 'trtllm' with capability 120\n", "arch_unsupported"),
+    ("Assertion failed: FP8 FMHA cannot be enabled except on Ada or Hopper or Blackwell Arch.\n", "arch_unsupported"),
+    # SGLang's hints of a failed capture, the excerpt starting below the wrapper's line
+    ("3. disable torch compile by not using --enable-torch-compile\n"
+     "4. disable cuda graph by --disable-cuda-graph. (Not recommonded. Huge perf loss)\n"
+     "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose\n", "cuda_graph_capture"),
+])
+def test_failure_lines_of_v18s_tuning(text, category):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+
+
+def test_llama_cpps_server_is_healthy_despite_its_best_effort_mlock():
+    log = ("warning: failed to mlock 784334848-byte buffer (after previously locking 0 bytes): Cannot allocate memory\n"
+           "main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
+           "srv  update_slots: all slots are idle\n")
+    assert diagnose.classify(log, CATALOG).verdict == "clean"
+    # a shutdown on a signal is no failure exit
+    assert not diagnose.classify("INFO 01-01 Shutting down: exiting due to signal SIGTERM\n", CATALOG).failed

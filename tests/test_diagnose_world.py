@@ -33,9 +33,11 @@ tuning set since. v14 (tests/data/world/v14): 35 logs from public sources in non
 scored once (18/19), a tuning set since. v15 (tests/data/world/v15): 38 logs from public sources
 in none of v1-v14, scored once (19/26), a tuning set since. v16 (tests/data/world/v16): 44 logs
 from public sources in none of v1-v15, scored once (20/29), a tuning set since. v17
-(tests/data/world/v17): 90 logs from public sources in none of v1-v16, scored once (31/57), the
-last set scored, tuned on since: test_frozen_v17_test_set prints its distance to the promise and
-fails below what the rules reached on it. Select it alone with -k frozen_v17.
+(tests/data/world/v17): 90 logs from public sources in none of v1-v16, scored once (31/57), a
+tuning set since. v18 (tests/data/world/v18): 92 logs from public sources in none of v1-v17,
+scored once (37/59), the last set scored, tuned on since: test_frozen_v18_test_set prints its
+distance to the promise and fails below what the rules reached on it. Select it alone with
+-k frozen_v18.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -410,6 +412,12 @@ V15_FLOOR = {"right_category": 23, "failed": 26, "healthy_called_failed": 0, "in
 V16_FLOOR = {"right_category": 23, "failed": 29, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
 
 
+# v17 was scored once as a frozen test set (2026-12-02, rules of commit 64c06b1, before any of its
+# logs was seen by them or by whoever tuned them: 31/57 right category, 2/19 healthy called
+# failed, 12/14 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V17_FLOOR = {"right_category": 39, "failed": 57, "healthy_called_failed": 1, "incomplete_ok": 12, "incomplete": 14}
+
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -426,6 +434,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v14", "split-v14.json", V14_FLOOR, "18/19"),
     ("v15", "split-v15.json", V15_FLOOR, "19/26"),
     ("v16", "split-v16.json", V16_FLOOR, "20/29"),
+    ("v17", "split-v17.json", V17_FLOOR, "31/57"),
 ]
 
 
@@ -439,16 +448,16 @@ def test_tuning_set(request, name, split, floor, once):
 
 
 
-# v17, the last set scored: once (2026-12-02, rules of commit 64c06b1, before any of its logs was
-# seen by them or by whoever tuned them: 31/57 right category, 2/19 healthy called failed, 12/14
+# v18, the last set scored: once (2026-12-02, rules of commit 80c24c1, before any of its logs was
+# seen by them or by whoever tuned them: 37/59 right category, 4/19 healthy called failed, 12/14
 # incomplete right; docs/diagnosis.md), then tuned on. These are the figures the rules reached on
 # it; they may only rise.
-V17 = WORLD / "v17"
-V17_FLOOR = {"right_category": 39, "failed": 57, "healthy_called_failed": 1, "incomplete_ok": 12, "incomplete": 14}
+V18 = WORLD / "v18"
+V18_FLOOR = {"right_category": 49, "failed": 59, "healthy_called_failed": 3, "incomplete_ok": 12, "incomplete": 14}
 
 
-def test_frozen_v17_test_set(request):
-    """v17, the last set scored: prints the distance to the promise; fails below the rules' figures."""
-    result = score(frozen_items(V17, "split-v17.json"))
-    _keep(request, "v17", result)
-    _at_least(result, V17_FLOOR, "v17 (frozen score once: 31/57; tuned on since)")
+def test_frozen_v18_test_set(request):
+    """v18, the last set scored: prints the distance to the promise; fails below the rules' figures."""
+    result = score(frozen_items(V18, "split-v18.json"))
+    _keep(request, "v18", result)
+    _at_least(result, V18_FLOOR, "v18 (frozen score once: 37/59; tuned on since)")
