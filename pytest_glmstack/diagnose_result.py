@@ -12,16 +12,16 @@ from .diagnose_catalog import CATEGORIES, KnownIssue
 # words name holds on logs nobody here wrote far more often than one read off where the failure
 # struck or off the words of the whole log (docs/diagnosis.md, "How far a category can be trusted").
 BASES = {
-    "exception": "named by the causal exception's own words",
-    "evidence": "named by the log's failure lines (an argparse error, a compiler's, NCCL's, a C++ or driver print)",
-    "raise": "named by the raise statement of a traceback cut off before its exception line",
+    "exception": "the causal exception's own words",
+    "evidence": "the log's failure lines (a compiler's, NCCL's, a driver's, the server's own)",
+    "raise": "the raise statement of a traceback cut off before its exception line",
     "refusal": "an argument check's refusal that names a setting",
     "known_issue": "a known issue's evidence pattern",
-    "stall": "the log shows the server stalled (ranks out of step, or the launch timed out)",
-    "exit": "the process exited with an error status and its log names no failure",
-    "location": "where it struck (a capture wrapper, the frames of a traceback), not what it said",
-    "vocabulary": "no rule named it: the category whose words dominate the failure lines",
-    "none": "nothing named it",
+    "stall": "the server stalled (ranks out of step, or the launch timed out)",
+    "exit": "an error exit status; the log names no failure",
+    "location": "only where it struck (a capture wrapper, a traceback's frames)",
+    "vocabulary": "only the words that dominate the failure lines; no rule named it",
+    "none": "nothing: no rule, frame or known issue named a cause",
 }
 NAMED_BASES = frozenset({"exception", "evidence", "raise", "refusal", "known_issue", "stall"})
 

@@ -98,7 +98,7 @@ entries:
     result.stdout.fnmatch_lines([
         "*cpu/pcg: server did not launch: *unrecognized arguments*",
         "*diagnosis: bad_flag*",
-        "*basis: named by the log's failure lines*(confidence: named)",
+        "*basis: the log's failure lines*(confidence: named)",
         "*known issue: sglang-flag-enable-piecewise-cuda-graph-removed*",
         "*glmstack server log (last 40 lines of *cpu__pcg.log)*",
         "*error: unrecognized arguments: --enable-piecewise-cuda-graph*",
