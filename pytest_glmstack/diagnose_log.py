@@ -278,6 +278,8 @@ _BENIGN = re.compile("|".join((
     r"NCCL WARN Failed to open lib(?:ibverbs|mlx5|rdmacm|nccl-net)\b",
     # NCCL's RAS (health-query) socket finding its port taken is survived: RAS is optional
     r"ras/client_support\.cc:\d+ NCCL WARN Call to bind failed",
+    # NCCL's IB transport meeting a soft-RoCE device (rxe0) without a PCI path: it goes on without it
+    r"NCCL WARN Could not find real path of\b",
     r"\bwarning: failed to mlock\b",  # llama.cpp's --mlock is best effort: it warns and goes on
 )))
 

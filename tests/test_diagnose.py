@@ -1187,3 +1187,13 @@ def test_llama_cpps_server_is_healthy_despite_its_best_effort_mlock():
     assert diagnose.classify(log, CATALOG).verdict == "clean"
     # a shutdown on a signal is no failure exit
     assert not diagnose.classify("INFO 01-01 Shutting down: exiting due to signal SIGTERM\n", CATALOG).failed
+
+
+def test_nccls_soft_roce_path_warning_is_no_failure():
+    log = ("master:608:608 [0] NCCL INFO NET/IB : Using [0]rxe0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+           "master:608:608 [0] transport/net_ib.cc:115 NCCL WARN Could not find real path of rxe0 "
+           "(/sys/class/infiniband/rxe0/device)\n")
+    assert diagnose.classify(log, CATALOG).verdict == "incomplete"
+    # an NCCL WARN that is a failure still is one
+    assert diagnose.classify(log + "master:608:700 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion "
+                             "from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n", CATALOG).failed
