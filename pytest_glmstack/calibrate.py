@@ -43,6 +43,7 @@ class Proposal:
     figures: list[float] = field(default_factory=list)  # oldest first
     proposed: float | None = None
     note: str = ""
+    skipped: int = 0  # figures measured with another window than the level's
 
     @property
     def change(self) -> float | None:
@@ -112,17 +113,35 @@ def propose(entries: tuple[Entry, ...], runs: list[Run], *, last: int = 5, facto
             continue
         for lv in tp.levels:
             p = Proposal(e, lv.concurrency, lv.floor)
+            want = _window(tp, lv)
+            figs = []  # (median, the window it was measured with, or None where the result predates them)
             for r in usable:
                 fig = r.data["entries"].get(e.id, {}).get("throughput", {}).get(str(lv.concurrency))
                 if fig and fig.get("median") is not None:
-                    p.figures.append(float(fig["median"]))
-            p.figures = p.figures[-last:]
+                    figs.append((float(fig["median"]), fig.get("window")))
+            # A rate depends on its window (a 1 s window of a host-bound server reads 40% above a
+            # 10 s one): figures of other windows are no history of this level. Results saved
+            # before windows were recorded count only where no figure says how it was measured.
+            recorded = any(w is not None for _, w in figs)
+            keep = [m for m, w in figs if (_same_window(w, want) if recorded else True)]
+            p.skipped = len(figs) - len(keep)
+            p.figures = keep[-last:]
             if p.figures:
                 p.proposed = round_down(statistics.median(p.figures) * factor)
             else:
                 p.note = "no saved figure on this machine"
             out.append(p)
     return out
+
+
+def _window(tp, lv) -> dict:
+    """The measurement window a level asks for, with the keys the results record."""
+    return {"min_seconds": lv.min_seconds or tp.min_seconds, "min_output_tokens": lv.min_output_tokens or tp.min_output_tokens,
+            "input_len": tp.input_len, "output_len": tp.output_len}
+
+
+def _same_window(got: dict | None, want: dict) -> bool:
+    return got is not None and all(got.get(k) == v for k, v in want.items())
 
 
 def table(proposals: list[Proposal], machine: str | None) -> list[str]:
@@ -134,7 +153,18 @@ def table(proposals: list[Proposal], machine: str | None) -> list[str]:
                      "-" if p.proposed is None else f"{p.proposed:g}",
                      p.note or ("-" if p.change is None else f"{p.change:+.0%}")))
     warnings = [f"warning: {w}" for p in proposals for w in p.warnings()]
-    return [f"history measured on: {machine or 'no saved runs'}"] + columns(rows) + warnings
+    skipped = [f"{p.entry.id} at concurrency {p.concurrency}: {p.skipped} saved figure(s) left out, measured with "
+               f"another window (or before results recorded it) than the level's {_window_text(p)}"
+               for p in proposals if p.skipped]
+    return [f"history measured on: {machine or 'no saved runs'}"] + columns(rows) + warnings + skipped
+
+
+def _window_text(p: Proposal) -> str:
+    tp = p.entry.expect.throughput
+    lv = next(lv for lv in tp.levels if lv.concurrency == p.concurrency)
+    w = _window(tp, lv)
+    return (f"({w['min_seconds']:g} s and {w['min_output_tokens']} tokens a window, "
+            f"{w['input_len']} in / {w['output_len']} out)")
 
 
 def write(proposals: list[Proposal]) -> list[str]:

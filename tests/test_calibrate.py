@@ -72,6 +72,29 @@ def test_proposal_is_median_of_last_runs_on_this_machine_times_factor(lab):
         calibrate.propose(matrix.load([m]), runs, factor=1.5)
 
 
+def test_figures_of_another_window_are_no_history_of_the_level(lab):
+    """A rate depends on its measurement window: once results record theirs, only figures of the
+    level's own window count; older results without one count only where none records it."""
+    m, d = lab
+    ten = {"min_seconds": 10.0, "min_output_tokens": 4096, "input_len": 128, "output_len": 64, "min_prompts": 8}
+    one = {**ten, "min_seconds": 1.0}
+    r = results.load(str(d / "r3.json"), d)
+    r["entries"]["lab/base"]["throughput"]["1"]["window"] = one  # 110.0, measured in 1 s windows
+    results.write(r, d / "r3.json")
+    saved(d / "r4.json", "2026-11-04T10:00:00", {"lab/base": {1: 70.0}})
+    r = results.load(str(d / "r4.json"), d)
+    r["entries"]["lab/base"]["throughput"]["1"]["window"] = ten
+    results.write(r, d / "r4.json")
+    props = {(p.entry.id, p.concurrency): p for p in calibrate.propose(matrix.load([m]), calibrate.history(d))}
+    base1 = props[("lab/base", 1)]
+    assert base1.figures == [70.0] and base1.skipped == 3 and base1.proposed == 56
+    # the other level records no window anywhere: its older figures still count
+    assert props[("lab/base", 4)].figures == [300.0, 320.0, 340.0] and props[("lab/base", 4)].skipped == 0
+    text = "\n".join(calibrate.table(list(props.values()), "1x NVIDIA H200"))
+    assert ("lab/base at concurrency 1: 3 saved figure(s) left out, measured with another window (or before results "
+            "recorded it) than the level's (10 s and 4096 tokens a window, 128 in / 64 out)") in text
+
+
 def test_write_changes_only_floors_and_keeps_comments_and_order(lab):
     m, d = lab
     entries = matrix.load([m])
