@@ -173,6 +173,13 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
             survived = k
     start = max(ready_at, survived) + 1
     live = [k for k in fails if k >= start and k not in stopping and k not in rejected]
+    if live and ready_at >= 0:
+        # An error the server logged before it last showed health (a request served, steady
+        # throughput) and logs again after it is one it lives through, one request at a time: a
+        # fatal error is printed once. Only where every line after the last health is such a repeat.
+        seen_before = {_shape(bodies[k]) for k in fails if k < ready_at}
+        if all(_shape(bodies[k]) in seen_before for k in live):
+            live = []
     # A server stopped by a signal (a user, a supervisor, a test's teardown): what the shutdown
     # prints after it ("EngineDeadError" in the API server, CancelledError, SystemExit) is no
     # failure. Stopped after serving it is clean; stopped while starting, a stall (incomplete).
@@ -285,3 +292,11 @@ def _strip_prefix(line: str) -> str:
 def first_fatal_line(line: str) -> bool:
     """Whether one freshly written log line means the server is going down."""
     return any(p.search(line) for p in FATAL_PATTERNS) and not _is_benign_fatal(line)
+
+
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def _shape(body: str) -> str:
+    """A log line's words without its numbers (times, ids, counts): the same message twice."""
+    return " ".join(_NUMBERS.sub("#", body).split())

@@ -1130,6 +1130,21 @@ def test_an_error_answered_to_a_request_is_no_failure_of_the_server():
     assert diagnose.classify(crashed, CATALOG).failed
 
 
+def test_an_error_logged_again_between_requests_served_is_no_failure_of_the_server():
+    err = "ERROR 05-01 01:51:{s} [serving_chat.py:898] Error in the generator - returning a standard completion.\n"
+    ok = 'INFO:     10.0.0.{n}:3210{n} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    log = "INFO:     Application startup complete.\n" + "".join(err.format(s=10 + i) + ok.format(n=i) for i in range(3))
+    assert diagnose.classify(log, CATALOG).verdict == "clean"
+    # the same error once more after the last request served: still one the server lives through
+    assert diagnose.classify(log + err.format(s=59), CATALOG).verdict == "clean"
+    # an error it never lived through, after the last request served, fails it
+    crashed = log + err.format(s=59) + "ERROR 05-01 01:52:00 [core.py:1] EngineCore encountered a fatal error.\n"
+    assert diagnose.classify(crashed, CATALOG).failed
+    # and an error first seen after the last sign of health still fails it
+    assert diagnose.classify("INFO:     Application startup complete.\n" + ok.format(n=1) + err.format(s=59),
+                             CATALOG).failed
+
+
 @pytest.mark.parametrize("error, info", [
     # Ray's C++ core worker
     ("[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: Unhandled exception: St13runtime_error. what(): NCCL Error 5",

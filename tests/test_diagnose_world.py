@@ -453,7 +453,7 @@ def test_tuning_set(request, name, split, floor, once):
 # incomplete right; docs/diagnosis.md), then tuned on. These are the figures the rules reached on
 # it; they may only rise.
 V18 = WORLD / "v18"
-V18_FLOOR = {"right_category": 49, "failed": 59, "healthy_called_failed": 3, "incomplete_ok": 13, "incomplete": 14}
+V18_FLOOR = {"right_category": 49, "failed": 59, "healthy_called_failed": 2, "incomplete_ok": 13, "incomplete": 14}
 
 
 def test_frozen_v18_test_set(request):
