@@ -26,8 +26,11 @@ diagnose_rules holds the category rules and vocabularies, diagnose_catalog the k
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Iterable
+
+from . import diagnose_words
 
 from .diagnose_catalog import CATEGORIES, CatalogError, KnownIssue, load_catalog  # noqa: F401 (the API)
 from .diagnose_cause import _failed, _is_benign_fatal, _known, _strip
@@ -223,7 +226,15 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         k = sticky[0]
         return Diagnosis("failed", "port_in_use", _strip(lines[k].body), (lines[k].raw.strip(),),
                          known_issue=_known(catalog, lines, 0, "port_in_use"), phase=phase, basis="evidence")
-    return _failed(lines, code, frame_at, live, start, catalog, phase, served=0 <= ready_at < live[0])
+    served = 0 <= ready_at < live[0]
+    d = _failed(lines, code, frame_at, live, start, catalog, phase, served=served)
+    if d.basis == "none":
+        # Nothing named the category: the model of words trained on labelled public logs may
+        # (right about two times in three where it speaks; docs/diagnosis.md)
+        g = diagnose_words.guess(text)
+        if g is not None and not (served and g.category == "startup_hang"):
+            d = dataclasses.replace(d, category=g.category, basis="words")
+    return d
 
 
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")

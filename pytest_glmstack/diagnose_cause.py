@@ -193,6 +193,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             evidence.append(line)
 
     ruled_other = category == "other"  # a rule that names a cause outside the categories
+    if category is None and code_bug:
+        # a programming error (TypeError, AttributeError, ...) names itself: a bug, whatever
+        # code it struck in
+        category, basis = "other", "exception"
     if category is None:
         category, basis = "other", "none"
     if category == "startup_hang" and served:

@@ -21,6 +21,7 @@ BASES = {
     "exit": "an error exit status; the log names no failure",
     "location": "only where it struck (a capture wrapper, a traceback's frames)",
     "vocabulary": "only the words that dominate the failure lines; no rule named it",
+    "words": "only a model of the words of labelled public logs; no rule named it",
     "none": "nothing: no rule, frame or known issue named a cause",
 }
 NAMED_BASES = frozenset({"exception", "evidence", "raise", "refusal", "known_issue", "stall"})

@@ -15,6 +15,13 @@ LOGS = Path(__file__).parent / "data" / "logs"
 CATALOG = diagnose.load_catalog()
 
 
+@pytest.fixture
+def rules_only(monkeypatch):
+    """The rules' own decision, without the model of words that speaks where they name nothing
+    (tests/test_diagnose_words.py tests the model)."""
+    monkeypatch.setattr(diagnose.diagnose_words, "guess", lambda text, model=None: None)
+
+
 def classify(name):
     return diagnose.classify((LOGS / name).read_text(errors="replace"), CATALOG)
 
@@ -514,7 +521,7 @@ def test_a_cpp_exception_is_summarised_with_its_type_and_message():
     assert d.summary == "C++ exception std::out_of_range: IB transport out of range: 3 >= 1", d.render()
 
 
-def test_a_compute_kernel_of_a_communication_library_is_not_communication():
+def test_a_compute_kernel_of_a_communication_library_is_not_communication(rules_only):
     # DeepEP's layout kernel or its token-count assertion failing is no communication failure
     for text in ("RuntimeError: Failed: CUDA error /root/DeepEP/csrc/kernels/layout.cu:138 'unknown error'",
                  "RuntimeError: Failed: Assertion error /w/DeepEP/csrc/deep_ep.cpp:1134 'x.size(0) <= num_max_dispatch_tokens_per_rank'"):
@@ -1006,7 +1013,7 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("FAILED tests/test_x.py::test_y[4] - RuntimeError: Cannot pack tensors on meta\n"
      "========== 1 failed, 7 passed in 4.08s ==========", "other"),
 ])
-def test_generic_evidence_names_its_category(text, category):
+def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)
     assert (d.verdict, d.category) == ("failed", category), d.render()
 
