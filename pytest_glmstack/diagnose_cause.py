@@ -123,6 +123,13 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             category = "arch_unsupported"  # an assert on the GPU's generation ("assert is_sm90_supported()")
         if category is not None and basis is None:
             basis = "raise"
+    if category is None and truncated is not None:
+        # IPython prints the exception's class before "Traceback" ("Unsupported      Traceback
+        # (most recent call last)"): a name the rules know names the category
+        header = next((m for k in live for m in [_IPYTHON_HEADER.match(body_at(k))] if m), None)
+        if header is not None:
+            category = _rule(f"{header['name']}: (the message is cut off)")[0]
+            basis = "exception" if category else None
     if category is None and _refused_setting(causal):
         category, basis = "bad_flag", "refusal"
     if causal is not None and wrapper_cat is None:
@@ -221,6 +228,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                      known, phase, basis=basis or "none")
 
 
+_IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 _BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
 

@@ -105,6 +105,10 @@ _INDENTED_PREFIX = re.compile(r"^ {1,3}(?=\([^()]*?pid=\d+|\d{4}-\d\d-\d\d[T ]\d
                               + _LVL + r" \d\d-\d\d [\d:.]+ )")
 
 _GLUED = re.compile(r"\n|(?<=\S)(?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\] )")
+# A paste whose line breaks were lost: vLLM's records run on in one line ("... in get_response ERROR
+# 08-28 14:27:49 [core.py:632] raise RuntimeError( ERROR 08-28 ..."). Split only a line holding two
+# or more (one after a process tag, "(APIServer pid=1) ERROR ...", is a record of its own).
+_RUN_ON = re.compile(r"(?<=[^\s)\]] )(?=(?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w./-]+:\d+\] )")
 
 
 @dataclass
@@ -124,7 +128,14 @@ def _split(text: str) -> list[_Line]:
     out = []
     if _ANSI_PRESENT.search(text):
         text = _ANSI.sub("", text)
+    rows = []
     for raw in text.replace("\r\n", "\n").split("\n"):
+        cuts = [m.start() for m in _RUN_ON.finditer(raw)] if len(raw) > 200 else []
+        if len(cuts) >= 2:
+            rows += [raw[i:j].rstrip() for i, j in zip([0, *cuts], [*cuts, len(raw)])]
+        else:
+            rows.append(raw)
+    for raw in rows:
         # tqdm bars are redrawn with '\r'; a record written after one lands on the bar's line.
         for part in _GLUED.split(raw.replace("\r", "\n")) if ("\r" in raw or _GLUED.search(raw)) else (raw,):
             body, level = part.rstrip(), -1
@@ -204,7 +215,7 @@ _FAIL = re.compile("|".join((
     r"Cannot allocate memory|can't allocate memory",
     r"is not compatible with the current PyTorch installation", r"no kernel image is available",
     r"is not a recognized processor for this target", r"^LLVM ERROR: ",
-    r"\.(?:cu|cuh)\(\d+\): error\b", r"\b\d+ errors? detected in the compilation of\b", r"CUDA_ERROR_INVALID_IMAGE",
+    r"\.(?:cu|cuh|h|hh|hpp|inl)\(\d+\): error\b", r"\b\d+ errors? detected in the compilation of\b", r"CUDA_ERROR_INVALID_IMAGE",
     r"Shard \d+ failed", r"ShardCannotStart", r"Engine core initialization failed", r"Worker failed with error",
     r"^Original exception:", r"Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace", r"^\s*from user code:\s*$",
     _BIND_FAILED, r"errno: 98", r"Address already in use",
@@ -235,6 +246,7 @@ _FAIL = re.compile("|".join((
     # MPI launchers that could not start the job (Open MPI, PMI under Slurm)
     r"\bPMI2?_Init failed\b", r"was not built with SLURM's PMI support", r"An error occurred in MPI_\w+", r"MPI_ABORT was invoked",
     r"\bNVRM: Xid\b",
+    r"^\S+\.(?:cpp|cu|cc|c|h):\d+: NULL value\b",  # NVSHMEM's error macro for a call that returned nothing
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
     # pytest's summary of a run with failures, and its per-test line "FAILED path::test - Error: ..."
     r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)
@@ -251,6 +263,7 @@ _FAIL_WEAK = re.compile("|".join((
     r"Download failed", r"\bmust be provided\b",
     r"\bUnsupported (?:SM|GPU|CUDA) (?:version|arch)",  # a kernel's refusal of the GPU it runs on
     r"\bexiting due to\b(?! signal)",  # llama.cpp: "main: exiting due to model loading error"
+    r"^[\w.:-]+(?: [\w.:-]+){0,3} failed: \S",  # "Graph capture failed: ...", "xyz_kernel failed: ..."
 )))
 # Failures that are a state of the machine: fatal even when the start-up went on for a while.
 _CONDITION = re.compile(r"is not compatible with the current PyTorch installation")

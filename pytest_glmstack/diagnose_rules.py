@@ -87,7 +87,7 @@ _RULE_SRC = (
                   # nccl-tests' data check: a collective returned wrong results
                   + _WRONG_DATA + r"|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
-                  r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: non-zero status|"
+                  r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: (?:non-zero status|NULL value)|"
                   r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|"
                   # KV-cache transfer engines between instances (disaggregated prefill/decode)
                   r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b"),
@@ -127,11 +127,13 @@ _RULE_SRC = (
                          r"only supports? (?:\w+ )?(?:GPUs?|Ampere|Hopper|Blackwell|Ada|Turing|sm_?\d+)|"
                          r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu|"
                          # "Found Tesla P40 which is too old to be supported by the triton GPU compiler"
-                         r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b"),
+                         r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b|"
+                         # TensorRT's builder: "Target GPU SM 70 is not supported by this TensorRT release"
+                         r"\bGPU SM ?\d+ is not supported\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
-                       r"^(?!.*/csrc/)\S+\.(?:cu|cuh)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"
+                       r"^(?!.*/csrc/)\S+\.(?:cu|cuh|h|hh|hpp|inl)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"
                        r"^LLVM ERROR: |"
                        # an assertion in Triton's MLIR compiler (its lib/Analysis, lib/Dialect, ... sources)
                        r"/lib/(?:Analysis|Conversion|Dialect|Target)/[\w/]+\.cpp:\d+: .*Assertion .* failed|"
@@ -205,7 +207,7 @@ _REFUSAL = re.compile(
     r"\bcan(?:not|'t|not be) (?:be )?(?:used|enabled|combined|set|specified)\b|\brequires?\b|\b(?:not |in)compatible with\b|"
     r"\bdoes not support (?:the |this )?(?:\w+ )?(?:configuration|combination|option|mode|setting)|"
     r"\byou (?:have )?(?:explicitly )?(?:specified|set|passed|chose)\b|\bbut got\b|\bmutually exclusive\b|"
-    r"\bplease (?:set|use|specify|pass|remove|disable|enable)\b|\binvalid (?:value|choice|option|combination|setting)s?\b|"
+    r"\bplease (?:set|use|specify|pass|remove|disable|enable|increase|decrease|reduce|raise|lower)\b|\binvalid (?:value|choice|option|combination|setting)s?\b|"
     r"\bnot a valid\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
     # "Only {'a', 'b'} backends are supported ... Got attention_backend=c"
     r"\bonly\b[^.\n]{0,80}\b(?:is|are) (?:currently )?supported\b|\bgot [a-z]\w*=", re.I)

@@ -1137,6 +1137,57 @@ def test_an_error_answered_to_a_request_is_no_failure_of_the_server():
     assert diagnose.classify(crashed, CATALOG).failed
 
 
+@pytest.mark.parametrize("text, category", [
+    # nvcc's front end on a header of a JIT-built kernel ("file.hpp(3064): error: ...")
+    ('/x/site-packages/flashinfer/data/cutlass/include/cute/arch/mma_sm90.hpp(3064): error: expected a ";"\n',
+     "flashinfer_jit"),
+    # NVSHMEM's error macro for a call that returned nothing
+    ("/opt/nvshmem/src/modules/transport/ibgda/ibgda.cpp:1889: NULL value cannot allocate mlx5dv_devx_uar\n",
+     "nccl_comm"),
+    # TensorRT's builder refusing the GPU
+    ("[TRT] [E] IBuilder::buildSerializedNetwork: Error Code 9: API Usage Error (Target GPU SM 70 is not "
+     "supported by this TensorRT release.)\n", "arch_unsupported"),
+    # an argument check that asks for a setting to be raised
+    ("ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger than "
+     "max_num_batched_tokens (2048). Please increase max_num_batched_tokens.\n", "bad_flag"),
+    # IPython names the exception before "Traceback"; the excerpt stops before its exception line
+    ("---------------------------------------------------------------------------\n"
+     "Unsupported                               Traceback (most recent call last)\n"
+     "Cell In[10], line 22\n"
+     "---> 22 _ = model.generate(**inputs)\n\n"
+     "File ~/env/lib/python3.10/site-packages/peft/peft_model.py:1704, in PeftModel.generate(self, *args, **kwargs)\n"
+     "File ~/env/lib/python3.10/site-packages/transformers/generation/utils.py:2215, in GenerationMixin.generate(self)\n",
+     "dynamo_unsupported"),
+])
+def test_failure_lines_of_v19s_tuning(text, category):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+
+
+def test_a_paste_whose_line_breaks_were_lost_is_read_record_by_record():
+    rec = "ERROR 08-28 14:27:49 [core.py:632] "
+    one_line = (rec + 'File "/x/vllm/v1/executor/multiproc_executor.py", line 224, in get_response ' + rec +
+                "raise RuntimeError( " + rec + "RuntimeError: Worker failed with error 'Data-dependent branching " + rec +
+                "Hint: This graph break is fundamental - it is unlikely that Dynamo will ever be able to trace through "
+                "your code.'\n")
+    assert [(ln.level, ln.body.split()[0]) for ln in diagnose._split(one_line) if ln.body] == [
+        (3, "File"), (3, "raise"), (3, "RuntimeError:"), (3, "Hint:")]
+    d = diagnose.classify(one_line, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "dynamo_unsupported"), d.render()
+    assert d.origin == "vllm/v1/executor/multiproc_executor.py:get_response", d.render()
+    # a record after a process tag is one record, not a run-on paste
+    tagged = "(APIServer pid=1) " + rec + "x" * 200 + "\n"
+    assert [ln.body for ln in diagnose._split(tagged) if ln.body] == ["x" * 200]
+
+
+def test_a_bare_line_saying_a_step_failed_is_a_failure():
+    d = diagnose.classify("Graph capture failed: flashinfer fused moe fp8 kernel failed with status -1\n", CATALOG)
+    assert d.failed, d.render()
+    # as an INFO record, or one the program retries, it is not
+    assert not diagnose.classify("INFO 01-01 00:00:00 [x.py:1] Download failed: retrying\n", CATALOG).failed
+    assert not diagnose.classify("Download failed: retrying in 5 s\n", CATALOG).failed
+
+
 def test_an_error_logged_again_between_requests_served_is_no_failure_of_the_server():
     err = "ERROR 05-01 01:51:{s} [serving_chat.py:898] Error in the generator - returning a standard completion.\n"
     ok = 'INFO:     10.0.0.{n}:3210{n} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
