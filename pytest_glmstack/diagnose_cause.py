@@ -22,7 +22,7 @@ _CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLo
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
 # A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher
 # stubs, Inductor's C++ wrappers) that exited non-zero: a JIT build failure, whoever wraps it
-_COMPILER_RUN_FAILED = re.compile(r"CalledProcessError: Command '\[?'(?:[^']*/)?(?:ccache/)?(?:gcc|g\+\+|cc|c\+\+|clang\+\+|clang|nvcc|ninja)(?:-\d+)?'"
+_COMPILER_RUN_FAILED = re.compile(r"CalledProcessError: Command '\[?'(?:[^']*/)?(?:ccache/)?(?:[\w.]+-)*(?:gcc|g\+\+|cc|c\+\+|clang\+\+|clang|nvcc|ninja)(?:-\d+)?'"
                                   r"[^\n]*returned non-zero exit status")
 _DYNAMO_UNSUPPORTED_EXC = re.compile(r"\b(?:Unsupported|UserError|Unsupported\w*Error)\b")
 
@@ -204,6 +204,12 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # a programming error (TypeError, AttributeError, ...) names itself: a bug, whatever
         # code it struck in
         category, basis = "other", "exception"
+    if category is None and any(_INVARIANT.search(t) for t in ([causal.head] if causal is not None else []) +
+                                [body_at(k) for k in ev]):
+        # a native assertion of a condition on sizes or counts ("Assertion error smxx_layout.hpp:136
+        # 'mn % 4 == 0'") is an invariant of the code that checks it: no rule named a category, and
+        # where the check sits (a JIT's or a communication library's source) names none either
+        category, basis = "other", "evidence"
     if category is None:
         category, basis = "other", "none"
     if category == "startup_hang" and served:
@@ -228,6 +234,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                      known, phase, basis=basis or "none")
 
 
+_INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 _BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")

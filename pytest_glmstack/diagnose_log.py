@@ -73,7 +73,8 @@ _PREFIXES = [re.compile(p) for p in (
     r"^\[(?P<lvl>[IWEF])\s?\d{3,4} [\d:.]+ [^\]]*\]\s?",  # c10d: '[W208 00:55:32.444 socket.cpp:487] '
     r"^\[(?P<lvl>[IWEF]) [\w.]+:\d+\]\s?",  # '[E ProcessGroupNCCL.cpp:828] '
     # glog: 'W1110 17:56:13.3 77 f.py:1550] [0/8] ' (on Windows 'Lib\site-packages\torch\x.py:715]')
-    r"^(?P<lvl>[IWEFV])\d{4} [\d:.]+\s+\d+ [\w/\\.<>:-]+:\d+\]\s?(?:\[[\d/]+\]\s?)?",
+    # (a paste may lose the level letter: '0528 13:28:38.090508 50 pb_stub.cc:352] ')
+    r"^(?P<lvl>[IWEFV])?\d{4} [\d:.]+\s+\d+ [\w/\\.<>:-]+:\d+\]\s?(?:\[[\d/]+\]\s?)?",
     r"^" + _LVL + r" \d\d-\d\d [\d:.]+ (?:\[[^\]]*\]|[\w.]+:\d+\])\s?",  # vLLM: 'ERROR 10-25 13:08:43 [core.py:708] '
     r"^" + _LVL + r" \d+ \[[\w.]+:\d+\]\s?",  # level, pid, [file:line]: 'ERROR 228 [http_server.py:734] '
     # Ray's C++ core: '[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: '

@@ -129,7 +129,9 @@ _RULE_SRC = (
                          # "Found Tesla P40 which is too old to be supported by the triton GPU compiler"
                          r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b|"
                          # TensorRT's builder: "Target GPU SM 70 is not supported by this TensorRT release"
-                         r"\bGPU SM ?\d+ is not supported\b"),
+                         r"\bGPU SM ?\d+ is not supported\b|"
+                         # Triton's launcher: the kernel wants more shared memory than this GPU has
+                         r"OutOfResources\([^)]*shared memory"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
@@ -240,7 +242,8 @@ def _refused_setting(exc) -> bool:
 
 _NATIVE_CRASH = re.compile(r"Segmentation fault|Signal: \w|\*\*\* Process received signal|core dumped|Bus error|"
                            r"Illegal instruction|Aborted|SIGSEGV|SIGABRT|SIGBUS")
-_COMM_LIB_FRAME = re.compile(r"\blib(?:nccl|mscclpp|nvshmem\w*|rccl)[\w-]*\.so|\bdeep_ep\w*\.\w*so\b")
+# (UCX, under NIXL's KV transfers and MPI, is a communication library too)
+_COMM_LIB_FRAME = re.compile(r"\blib(?:nccl|mscclpp|nvshmem\w*|rccl|uc[pst])[\w-]*\.so|\bdeep_ep\w*\.\w*so\b|/nixl\b")
 
 
 def _native_crash_category(bodies: list[str], at: list[int]) -> str | None:

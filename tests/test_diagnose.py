@@ -1188,8 +1188,59 @@ def test_a_bare_line_saying_a_step_failed_is_a_failure():
     assert not diagnose.classify("Download failed: retrying in 5 s\n", CATALOG).failed
 
 
+@pytest.mark.parametrize("text, category", [
+    # a native assertion of a condition on sizes is an invariant of the code that checks it, even in
+    # a JIT's sources (the model of words would read "jit" into it)
+    ("RuntimeError: Failed: Assertion error csrc/jit_kernels/impls/smxx_layout.hpp:136 'mn % 4 == 0 and num_groups == 1'\n",
+     "other"),
+    # Inductor's C++ launcher build with a conda toolchain's compiler
+    ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/env/bin/x86_64-conda-linux-gnu-cc', "
+     "'/tmp/x/cuda_utils.c', '-O3', '-shared']' returned non-zero exit status 1.\n", "flashinfer_jit"),
+    # Triton's launcher refusing a kernel that wants more shared memory than the GPU has, cut off at its raise
+    ('Traceback (most recent call last):\n  File "/x/triton/runtime/jit.py", line 10, in run\n    kernel.run(grid)\n'
+     '  File "/x/triton/compiler/compiler.py", line 20, in _init_handles\n'
+     '    raise OutOfResources(self.metadata.shared, max_shared, "shared memory")\n', "arch_unsupported"),
+    # a segfault caught by UCX's handler, its backtrace inside NIXL's UCX
+    ("[host-1:12796:1:13303] Caught signal 11 (Segmentation fault: invalid permissions for mapped object at address 0x7f)\n"
+     "==== backtrace (tid:  13303) ====\n"
+     " 0  /x/.nixl.mesonpy.libs/plugins/../../nixl.libs/libucs-97f10f8d.so.0.0.0(ucs_handle_error+0x294) [0x7f]\n"
+     " 1  /x/.nixl.mesonpy.libs/plugins/../../nixl.libs/libuct-b36f5a30.so.0.0.0(uct_tcp_ep_am_bcopy+0x8a) [0x7f]\n",
+     "nccl_comm"),
+])
+def test_failure_lines_of_v20s_tuning(text, category, rules_only):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+
+
+def test_a_glog_record_without_its_level_letter_is_read():
+    # as a docker compose paste of Triton server shows it
+    line = ("tritonserver  | 0528 13:28:38.090508 50 pb_stub.cc:352] Failed to initialize Python stub: "
+            "ClassNotFoundException: `X` is not registered on BasePipeline.\n")
+    assert [ln.body for ln in diagnose._split(line) if ln.body] == [
+        "Failed to initialize Python stub: ClassNotFoundException: `X` is not registered on BasePipeline."]
+    assert diagnose.classify(line, CATALOG).failed
+
+
+def test_an_invariant_asserted_in_kernel_code_is_not_left_to_the_model_of_words():
+    d = diagnose.classify("RuntimeError: Failed: Assertion error csrc/jit_kernels/impls/smxx_layout.hpp:136 "
+                          "'mn % 4 == 0 and num_groups == 1'\n", CATALOG)
+    assert (d.category, d.basis) == ("other", "evidence"), d.render()
+
+
+def test_a_request_handlers_error_after_the_server_served_is_no_failure_of_the_server():
+    rec = "(APIServer pid=1) ERROR 10-09 09:39:54 [hermes_tool_parser.py:157] "
+    log = ('(APIServer pid=1) INFO:     Application startup complete.\n'
+           '(APIServer pid=1) INFO:     127.0.0.1:50001 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+           + rec + "Error in extracting tool call from response.\n" + rec + "Traceback (most recent call last):\n"
+           + rec + '  File "/x/vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py", line 1, in extract\n'
+           + rec + "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n")
+    assert diagnose.classify(log, CATALOG).verdict == "clean"
+    # before the server was ready, the same record is a failure of the start-up
+    assert diagnose.classify(log.split("\n", 2)[2], CATALOG).failed
+
+
 def test_an_error_logged_again_between_requests_served_is_no_failure_of_the_server():
-    err = "ERROR 05-01 01:51:{s} [serving_chat.py:898] Error in the generator - returning a standard completion.\n"
+    err = "ERROR 05-01 01:51:{s} [engine.py:898] Error in the generator - returning a standard completion.\n"
     ok = 'INFO:     10.0.0.{n}:3210{n} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
     log = "INFO:     Application startup complete.\n" + "".join(err.format(s=10 + i) + ok.format(n=i) for i in range(3))
     assert diagnose.classify(log, CATALOG).verdict == "clean"
