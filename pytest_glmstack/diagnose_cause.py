@@ -14,7 +14,7 @@ from .diagnose_catalog import KnownIssue
 from .diagnose_log import (_CONFIG_DUMP, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
                            short_path)
 from .diagnose_result import Diagnosis
-from .diagnose_rules import (_CAPTURE_WRAPPER, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
+from .diagnose_rules import (_CAPTURE_WRAPPER, _SETTING, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
                              _inner, _native_crash_category, _refused_setting, _rule, _vocabulary, _vocabulary_category)
 
 
@@ -121,6 +121,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             category, _ = _rule(r.raise_src)
         if category is None and r.raise_src and _ARCH_ASSERT.search(r.raise_src):
             category = "arch_unsupported"  # an assert on the GPU's generation ("assert is_sm90_supported()")
+        if category is None and r.raise_src and re.match(r"\s*assert\b", r.raise_src) and _SETTING.search(r.raise_src):
+            category = "bad_flag"  # an assert on a setting: "assert self.total_num_heads % tp_size == 0"
         if category is not None and basis is None:
             basis = "raise"
     if category is None and truncated is not None:

@@ -248,6 +248,10 @@ _FAIL = re.compile("|".join((
     r"\bPMI2?_Init failed\b", r"was not built with SLURM's PMI support", r"An error occurred in MPI_\w+", r"MPI_ABORT was invoked",
     r"\bNVRM: Xid\b",
     r"^\S+\.(?:cpp|cu|cc|c|h):\d+: NULL value\b",  # NVSHMEM's error macro for a call that returned nothing
+    r"\bCUDNN_STATUS_(?!SUCCESS)\w+",
+    r"^[\w./-]+\.(?:cu|cuh|cc|cpp|c|h|hpp):\d+: ERROR: ",  # a source location's error print (ggml's)
+    # Dynamo giving up on a function that recompiled too often (logged as a warning)
+    r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
     # pytest's summary of a run with failures, and its per-test line "FAILED path::test - Error: ..."
     r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)

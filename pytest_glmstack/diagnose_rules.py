@@ -131,7 +131,9 @@ _RULE_SRC = (
                          # TensorRT's builder: "Target GPU SM 70 is not supported by this TensorRT release"
                          r"\bGPU SM ?\d+ is not supported\b|"
                          # Triton's launcher: the kernel wants more shared memory than this GPU has
-                         r"OutOfResources\([^)]*shared memory"),
+                         r"OutOfResources\([^)]*shared memory|"
+                         # ggml: "CUDA kernel mul_mat_q has no device code compatible with CUDA arch 520"
+                         r"has no device code compatible with CUDA arch"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
@@ -202,7 +204,7 @@ _ARGS_CODE = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)|vllm/engine
 # A refused combination of settings, in the words argument checks use, when the exception's frames
 # (server_args, arg_utils, config) are not in the excerpt: a refusal idiom and, near it, the name of
 # a setting (a --flag, a server argument's snake_case name, an "attention backend" or the like).
-_REFUSAL_EXC = re.compile(r"(?:^|\.)(?:ValueError|AssertionError|NotImplementedError|\w*(?:Config|Argument|Validation)Error)$")
+_REFUSAL_EXC = re.compile(r"(?:^|\.)(?:ValueError|AssertionError|NotImplementedError|KeyError|\w*(?:Config|Argument|Validation)Error)$")
 _REFUSAL = re.compile(
     r"\bis not supported (?:with|when|together|in combination|for (?:this|the) (?:configuration|combination))|"
     r"\b(?:is|are) only supported (?:with|when|for|if|in)\b|\bonly supports?\b|\bmust (?:be|not be|have|match)\b|"
@@ -210,7 +212,7 @@ _REFUSAL = re.compile(
     r"\bdoes not support (?:the |this )?(?:\w+ )?(?:configuration|combination|option|mode|setting)|"
     r"\byou (?:have )?(?:explicitly )?(?:specified|set|passed|chose)\b|\bbut got\b|\bmutually exclusive\b|"
     r"\bplease (?:set|use|specify|pass|remove|disable|enable|increase|decrease|reduce|raise|lower)\b|\binvalid (?:value|choice|option|combination|setting)s?\b|"
-    r"\bnot a valid\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
+    r"\bnot a valid\b|\bcho(?:o)?se from\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
     # "Only {'a', 'b'} backends are supported ... Got attention_backend=c"
     r"\bonly\b[^.\n]{0,80}\b(?:is|are) (?:currently )?supported\b|\bgot [a-z]\w*=", re.I)
 _SETTING = re.compile(

@@ -1212,6 +1212,27 @@ def test_failure_lines_of_v20s_tuning(text, category, rules_only):
     assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
 
 
+@pytest.mark.parametrize("text, category", [
+    # cuDNN's own error log
+    ("E! CuDNN (v90100 70) function cudnnBackendFinalize() called:\n"
+     "e!         Error: CUDNN_STATUS_EXECUTION_FAILED; Reason: rtc->loadModule()\n", "other"),
+    # ggml's error print at a source location: a kernel without code for this GPU
+    ("/x/ggml/src/ggml-cuda/template-instances/../mmq.cuh:2589: ERROR: CUDA kernel mul_mat_q has no device code "
+     "compatible with CUDA arch 520. ggml-cuda.cu was compiled for: 520\n", "arch_unsupported"),
+    # Dynamo giving up on a function that recompiled too often, logged as a warning
+    ("[rank0]:W0301 00:23:46.119000 785666 torch/_dynamo/convert_frame.py:844] [9/8] torch._dynamo hit "
+     "config.recompile_limit (8)\n", "dynamo_other"),
+    # a KeyError that refuses a setting's value and lists the choices
+    ("KeyError: 'invalid tool call parser: kimi_k2 (chose from { deepseek_v3,hermes,llama3_json })'\n", "bad_flag"),
+    # an assert on a setting, in a traceback cut off below it
+    ('Traceback (most recent call last):\n  File "/x/sglang/srt/models/qwen2.py", line 10, in __init__\n'
+     "    assert self.total_num_heads % tp_size == 0\n", "bad_flag"),
+])
+def test_failure_lines_of_v21s_tuning(text, category, rules_only):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+
+
 def test_a_glog_record_without_its_level_letter_is_read():
     # as a docker compose paste of Triton server shows it
     line = ("tritonserver  | 0528 13:28:38.090508 50 pb_stub.cc:352] Failed to initialize Python stub: "
