@@ -187,9 +187,21 @@ def main() -> int:
         print(f"  {k:16} {a:4}/{b:<4} {a / b:.0%}")
     for title, (a, b) in (("named", named), ("inferred", inferred)):
         print(f"  {title:16} {a:4}/{b:<4} {a / b if b else 0:.0%}")
+    # The model of words where it spoke: what it turned right and wrong against the rules alone
+    # (which said "other" there)
+    words: dict[str, dict] = {}
+    for r in rows:
+        if r["outcome"] == "failed" and r["basis"] == "words":
+            w = words.setdefault(r["set"], {"spoke": 0, "turned_right": 0, "turned_wrong": 0})
+            w["spoke"] += 1
+            w["turned_right"] += r["category"] == r["label"]
+            w["turned_wrong"] += r["label"] == "other"
+    for name, w in words.items():
+        print(f"  the model of words on {name}: spoke {w['spoke']}, turned {w['turned_right']} right and "
+              f"{w['turned_wrong']} wrong")
     if args.out:
         args.out.write_text(json.dumps({"sets": [s for s, _, _ in todo], "by_basis": dict(by), "named": named,
-                                        "inferred": inferred, "logs": rows}, indent=1) + "\n")
+                                        "inferred": inferred, "words": words, "logs": rows}, indent=1) + "\n")
     return 0
 
 
