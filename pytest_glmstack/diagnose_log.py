@@ -186,7 +186,9 @@ _HEALTH = re.compile("|".join((
     # a test run's summary, unless it counts failures too ("2 failed, 7 passed in 4.08s")
     r"^(?!.*\b[1-9]\d* (?:failed|errors?)\b).*\b\d+ passed\b|All tests passed|Avg bus bandwidth",
     r"Starting vLLM API server|Setting max batch total tokens|^Throughput: [\d.]+ requests/s|Generated text: ",
-    r"\bserver is listening on https?://|all slots are idle",  # llama.cpp's server
+    r"\bserver is listening on https?://|all slots are idle|\bstart: server is ready\b",  # llama.cpp's server
+    r"\bStarting vLLM server on https?://",  # vLLM's API server, newer wording
+    r"\bStarting Xinference at endpoint: https?://",
 )))
 
 # Failure evidence, whatever the line's level.

@@ -1233,6 +1233,15 @@ def test_failure_lines_of_v21s_tuning(text, category, rules_only):
     assert (d.verdict, d.category) == ("failed", category), d.render()
 
 
+@pytest.mark.parametrize("line", [
+    "(APIServer pid=1) INFO 06-01 09:22:53 [api_server.py:596] Starting vLLM server on http://0.0.0.0:8000",
+    "[2025-07-21 06:52:38.758084] I srv                     start: server is ready",  # llama.cpp's server
+    "2023-12-27 03:35:12,616 xinference.api.restful_api 77236 INFO     Starting Xinference at endpoint: http://0.0.0.0:9997",
+])
+def test_more_engines_ready_lines_are_health(line):
+    assert diagnose.classify(line + "\n", CATALOG).verdict == "clean"
+
+
 def test_a_glog_record_without_its_level_letter_is_read():
     # as a docker compose paste of Triton server shows it
     line = ("tritonserver  | 0528 13:28:38.090508 50 pb_stub.cc:352] Failed to initialize Python stub: "
