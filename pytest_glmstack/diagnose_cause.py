@@ -14,7 +14,7 @@ from .diagnose_catalog import KnownIssue
 from .diagnose_log import (_CONFIG_DUMP, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
                            short_path)
 from .diagnose_result import Diagnosis
-from .diagnose_rules import (_CAPTURE_WRAPPER, _SETTING, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
+from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _REFUSAL_EXC, _SETTING, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
                              _inner, _native_crash_category, _refused_setting, _rule, _vocabulary, _vocabulary_category)
 
 
@@ -85,6 +85,18 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                 from_head = t in (head, inner, said)
                 basis = "exception"
                 break
+        if category is None:
+            # a later exception of the chain ("During handling of the above exception, another
+            # exception occurred") that says what the first one meant: KeyError('gfx1101') re-raised
+            # as KeyError("Unknown GPU architecture: gfx1101 ...")
+            for r in recs[recs.index(causal) + 1:]:
+                if r.link is None or r.name is None:
+                    break
+                if not _WRAPPER.search(r.head):
+                    category, matched = _rule(r.head)
+                    if category:
+                        basis = "exception"
+                        break
     # The evidence around the cause: what was printed up to the end of the causal record (ninja
     # output, NCCL WARN lines, C++ error prints) or, without a Python exception, all of it.
     hi = causal.end if causal is not None else n
@@ -134,6 +146,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             basis = "exception" if category else None
     if category is None and _refused_setting(causal):
         category, basis = "bad_flag", "refusal"
+    if category is None and causal is not None and causal.frames and _REFUSAL_EXC.search(causal.name or "") \
+            and causal.frames[-1].func in ("parse_args", "parse_known_args"):
+        category, basis = "bad_flag", "refusal"  # raised by the command line's own parsing
     if causal is not None and wrapper_cat is None:
         # a wrapper the cause was chained into ("During handling ...": "Capture cuda graph failed")
         for r in recs[recs.index(causal) + 1:]:
@@ -232,6 +247,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             worded = None
         if worded:
             category, basis = worded, "vocabulary"
+    if category == "other" and basis in (None, "none") and any(
+            _KERNEL_FAULT.search(t) for t in ([causal.head] if causal is not None else []) + [body_at(k) for k in ev]):
+        basis = "exception"  # a kernel's fault names itself: a bug of the code that ran (not a guess's to change)
     return Diagnosis("failed", category, _clean_summary(summary), tuple(evidence[:8]), origin, caller, raised_at,
                      known, phase, basis=basis or "none")
 

@@ -64,7 +64,8 @@ _LEVEL_WORDS = {"TRACE": 0, "DEBUG": 0, "D": 0, "INFO": 1, "I": 1, "V": 0, "WARN
 _LVL = r"(?P<lvl>TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 # Prefixes of the log formats users paste, stripped repeatedly from the front of a line.
 _PREFIXES = [re.compile(p) for p in (
-    r"^[A-Za-z][\w.-]*?(?:-\d+)?\s+\|\s(?=\S)",  # docker compose: 'vllm-1  | ', 'deepseek-v32-exp | '
+    # docker compose: 'vllm-1  | ', 'deepseek-v32-exp | ' (also before a traceback's indented lines)
+    r"^[A-Za-z][\w.-]*?(?:-\d+)?\s+\|\s(?=\S)|^[A-Za-z][\w.-]*?-\d+\s+\|\s(?=\s*\S)",
     r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s*(?:\|\s?)?",  # ISO / loguru timestamps
     # python logging: '- INFO - ', 'ERROR   - x.py:12 - ', and its default format's '- lmdeploy - ERROR - '
     r"^-?\s*(?:[\w.-]+ - (?=" + _LVL[len("(?P<lvl>"):-1] + r"\s*-\s))?" + _LVL + r"\s*-\s+(?:[\w.]+:\d+\s+-\s+)?",
@@ -97,6 +98,7 @@ _PREFIXES = [re.compile(p) for p in (
     r"^\[\d+\]\s(?=[\w/.]+\.(?:cc|h):\d+ NCCL|NCCL)",  # NCCL: '[0] misc/socket.cc:71 NCCL WARN'
     r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?",  # Open MPI's --tag-output: '[1,0]<stdout>:'
     r"^ ?\[[\w.-]+\.py:\d+\]\s",  # what is left of a vLLM record cut after its date: ' [multiproc_executor.py:963] '
+    r"^\[\d\d:\d\d:\d\d\] \w+/" + _LVL + r"\s+",  # a launcher's stream and level: '[16:10:43] stdout/ERROR  '
 )]
 
 
@@ -255,6 +257,12 @@ _FAIL = re.compile("|".join((
     # Dynamo giving up on a function that recompiled too often (logged as a warning)
     r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
+    r"\bcollect2: error: ld returned \d+ exit status",  # a build's link step failed
+    r"^error: invalid argument: -",  # llama.cpp's (and llamafile's) argument parser refusing an option
+    # SGLang's token pool refusing an allocation (the scheduler raises right after it)
+    r"Out of memory\. Try to lower your batch size",
+    # UCX's signal handler (under NIXL, MPI, HPC-X): a native crash, whatever library it was in
+    r"\] Caught signal \d+ \(",
     # pytest's summary of a run with failures, and its per-test line "FAILED path::test - Error: ..."
     r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)
     # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"
@@ -301,6 +309,8 @@ _BENIGN = re.compile("|".join((
     # NCCL's IB transport meeting a soft-RoCE device (rxe0) without a PCI path: it goes on without it
     r"NCCL WARN Could not find real path of\b",
     r"\bwarning: failed to mlock\b",  # llama.cpp's --mlock is best effort: it warns and goes on
+    # FlashInfer's autotuner drops a tactic that failed while it profiled, and tries the next
+    r"\[Autotuner\]: Skipping tactic\b",
 )))
 
 

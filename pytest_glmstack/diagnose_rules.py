@@ -43,7 +43,7 @@ _RULE_SRC = (
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))"),
-    ("bad_flag", r"(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
+    ("bad_flag", r"^error: invalid argument: -|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
                  r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
@@ -55,6 +55,9 @@ _RULE_SRC = (
                     r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)"),
     ("dynamo_unsupported", r"torch\._dynamo\.exc\.(?:Unsupported|UserError)\b|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
+    # SGLang's piecewise graph meeting a Dynamo recompilation at run time (its capture stream is
+    # gone): the compile, not the capture
+    ("dynamo_other", r"please check if runtime recompilation happened"),
     # errors that only happen while a CUDA graph is being captured
     ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|disable cuda graph by --disable-cuda-graph|operation not permitted when stream is capturing|stream is capturing|"
                            r"depend on a capturing (?:blocking )?stream|"
@@ -62,6 +65,8 @@ _RULE_SRC = (
                            r"Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure|"
                            r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten"),
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
+                     # Inductor's compile workers (torch/_inductor/compile_worker) and Dynamo's own errors
+                     r"\bSubprocException\b|\bInternalTorchDynamoError\b|"
                      r"recompile_limit|cache_size_limit|torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
     # NCCL's own report that an allocation failed: memory, not the network (the peers' "connection
     # closed by remote peer" that follows is the consequence)
@@ -133,7 +138,9 @@ _RULE_SRC = (
                          # Triton's launcher: the kernel wants more shared memory than this GPU has
                          r"OutOfResources\([^)]*shared memory|"
                          # ggml: "CUDA kernel mul_mat_q has no device code compatible with CUDA arch 520"
-                         r"has no device code compatible with CUDA arch"),
+                         r"has no device code compatible with CUDA arch|"
+                         # a kernel library's table of GPUs without this one (AITER: "Unknown GPU architecture: gfx1101")
+                         r"\bUnknown GPU architecture\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
@@ -152,6 +159,9 @@ _RULE_SRC = (
                        + _NOT_SOURCE_BUILD + r".*\bcompilation terminated|error: command '[^']*' failed|nvcc fatal|"
                        r"Could not find nvcc|nvcc: not found|CUDA_HOME environment variable is not set|invalid ELF header|"
                        r"requires CUDA >= ?[\d.]+|cubin_loader|Download failed|Error building extension|"
+                       # the link step of a build, and a JIT-built library (FlashInfer's cache) that does not load
+                       r"collect2: error: ld returned|"
+                       r"Failed to load dynamic shared library\b[^\n]*(?:flashinfer|cached_ops|torch_extensions|/jit/)|"
                        # a header the build needs is missing, however it is reported
                        r"\b[\w/.-]+\.(?:h|hh|hpp|cuh)\b['\"`]?:? (?:not found|is missing|missing|No such file)"),
     # Dynamo's footer and user-code listing without a named exception: most often a graph break
@@ -177,6 +187,10 @@ _RULE_SRC = (
 _RULES: list[tuple[str, re.Pattern]] = [
     (c, re.compile(p, re.MULTILINE | (0 if c.startswith("dynamo") else re.IGNORECASE))) for c, p in _RULE_SRC
 ]
+# A kernel's fault (an illegal or misaligned address, a bad launch): a bug of the code that ran,
+# named "other" where no rule or evidence names the machinery (custom all-reduce, a capture) it was in.
+_KERNEL_FAULT = re.compile(r"an illegal memory access was encountered|cudaErrorIllegalAddress|misaligned address|"
+                           r"unspecified launch failure|an illegal instruction was encountered|CUDA error: invalid argument")
 _CAPTURE_WRAPPER = re.compile(r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed", re.I)
 # Exceptions and lines that only say that something else failed: never the cause.
 _WRAPPER = re.compile(

@@ -1351,3 +1351,73 @@ def test_nccls_soft_roce_path_warning_is_no_failure():
     # an NCCL WARN that is a failure still is one
     assert diagnose.classify(log + "master:608:700 [0] transport/net_ib.cc:1 NCCL WARN NET/IB : Got completion "
                              "from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n", CATALOG).failed
+
+
+@pytest.mark.parametrize("text, category", [
+    # a JIT-built library of FlashInfer's cache that does not load
+    ("RuntimeError: Check failed: (lib_handle_ != nullptr) is false: Failed to load dynamic shared library "
+     "/root/.cache/flashinfer/0.6.4/90...\n", "flashinfer_jit"),
+    # the link step of a build failing after Dynamo's backend footer
+    ("ERROR 03-07 17:06:24 worker.py:242] Set TORCH_LOGS=\"+dynamo\" and TORCHDYNAMO_VERBOSE=1 for more information\n"
+     "collect2: error: ld returned 1 exit status\n", "flashinfer_jit"),
+    # SGLang's piecewise graph after a run-time recompilation (not the capture's own failure)
+    ("[2026-06-08 19:59:38] Piecewise CUDA Graph failed with error: PCG capture stream is not set, please check if "
+     "runtime recompilation happened\n[2026-06-08 19:59:38] Scheduler hit an exception: Traceback (most recent call "
+     "last):\n", "dynamo_other"),
+    # Inductor's compile worker, quoted by SGLang's capture wrapper
+    ("Exception: Capture cuda graph failed: SubprocException: An exception occurred in a subprocess:\n",
+     "dynamo_other"),
+    # Dynamo's internal error, in a traceback cut off below its raise statement (docker compose's prefix)
+    ('app-1  | Traceback (most recent call last):\n'
+     'app-1  |   File "/usr/lib/python3/torch/_dynamo/convert_frame.py", line 952, in _compile\n'
+     "app-1  |     raise InternalTorchDynamoError(\n", "dynamo_other"),
+    # llama.cpp's argument parser refusing an option
+    ("$ llama-server -hf org/model-GGUF --port 8012\nerror: invalid argument: -hf\n", "bad_flag"),
+    # a ValueError raised by the command line's own parsing
+    ("Traceback (most recent call last):\n  File \"/x/vllm/entrypoints/cli/main.py\", line 48, in main\n"
+     "    args = parser.parse_args()\n  File \"/x/vllm/utils.py\", line 1391, in parse_args\n    raise ValueError(\n"
+     "ValueError: With `vllm serve`, you should provide the model as a positional argument\n", "bad_flag"),
+    # SGLang's token pool refusing an allocation, after requests were served
+    ("[2026-06-03 10:00:00 TP0] Decode batch, #running-req: 30, #token: 9000, token usage: 0.99, cuda graph: True, "
+     "gen throughput (token/s): 300.00, #queue-req: 2\n"
+     "[2026-06-03 10:00:01 TP0] Out of memory. Try to lower your batch size.\nTry to allocate 15737 tokens.\n"
+     "Available full tokens: 78505\n", "oom"),
+    # a kernel library's table of GPUs without this one, re-raised while handling the lookup's KeyError
+    ("Traceback (most recent call last):\n  File \"/x/aiter/jit/utils/chip_info.py\", line 60, in f\n"
+     "    return table[arch]\nKeyError: 'gfx1101'\n\nDuring handling of the above exception, another exception "
+     "occurred:\n\nTraceback (most recent call last):\n  File \"/x/aiter/jit/utils/chip_info.py\", line 65, in f\n"
+     "    raise KeyError(\nKeyError: \"Unknown GPU architecture: gfx1101. Supported architectures: ['gfx942']\"\n",
+     "arch_unsupported"),
+    # a launcher's stream and level prefix, a Triton kernel wanting more shared memory than the GPU has
+    ("[16:10:42] health/ERROR  OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536.\n"
+     "[16:10:43] stdout/ERROR  Backend worker is gone and cannot be restarted; stopping the API server\n",
+     "arch_unsupported"),
+    # UCX's signal handler: a native crash in a kernel library (its own handler frames are no comm failure)
+    ("[host:56683:0:56683] Caught signal 8 (Floating point exception: integer divide by zero)\n"
+     "==== backtrace (tid:  56683) ====\n"
+     " 0  /opt/hpcx/ucx/lib/libucs.so.0(ucs_handle_error+0x2e4) [0x7d74482f5654]\n"
+     " 1  /usr/lib/x86_64-linux-gnu/libc.so.6(+0x45330) [0x7d78508a0330]\n"
+     " 2  /root/.cache/flashinfer/0.4.1/100a/cached_ops/fused_moe_trtllm_sm100/fused_moe_trtllm_sm100.so"
+     "(_ZN3moe3dev7routing+0x7f) [0x7d7281d7d39f]\n", "other"),
+])
+def test_failure_lines_of_v22s_tuning(text, category, rules_only):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+
+
+def test_a_kernel_fault_is_named_and_not_left_to_the_model_of_words(monkeypatch):
+    # the model of words never turned a kernel's fault right where it spoke (leave-one-set-out 0/3)
+    monkeypatch.setattr(diagnose.diagnose_words, "guess",
+                        lambda text, model=None: diagnose.diagnose_words.Guess("cuda_graph_capture", 0.9))
+    for fault in ("an illegal memory access was encountered", "unspecified launch failure", "invalid argument"):
+        d = diagnose.classify(f"(Worker pid=1) ERROR 07-15 21:01:01 [executor.py:1] torch.AcceleratorError: "
+                              f"CUDA error: {fault}\n(EngineCore pid=2) ERROR 07-15 21:01:01 [core.py:1] EngineCore "
+                              "failed to start.\n", CATALOG)
+        assert (d.category, d.confidence) == ("other", "named"), d.render()
+
+
+def test_flashinfers_autotuner_skipping_a_tactic_is_no_failure():
+    log = ("(Worker pid=1) 2025-11-11 06:41:27,319 - WARNING - autotuner.py:485 - flashinfer.jit: [Autotuner]: "
+           "Skipping tactic <MoERunner object at 0x7c70> 15, due to failure while profiling: [TensorRT-LLM][ERROR] "
+           "Assertion failed: Failed to initialize cutlass TMA WS grouped gemm\n")
+    assert diagnose.classify(log, CATALOG).verdict == "incomplete"

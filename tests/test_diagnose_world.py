@@ -38,9 +38,11 @@ tuning set since. v18 (tests/data/world/v18): 92 logs from public sources in non
 scored once (37/59), a tuning set since. v19 (tests/data/world/v19): 100 logs from public sources
 in none of v1-v18, scored once (52/65), a tuning set since. v20 (tests/data/world/v20): 99 logs
 from public sources in none of v1-v19, scored once (53/64), a tuning set since. v21
-(tests/data/world/v21): 66 logs from public sources in none of v1-v20, scored once (34/43), the
-last set scored, tuned on since: test_frozen_v21_test_set prints its distance to the promise and
-fails below what the rules reached on it. Select it alone with -k frozen_v21.
+(tests/data/world/v21): 66 logs from public sources in none of v1-v20, scored once (34/43), a
+tuning set since. v22 (tests/data/world/v22): 101 logs from public sources in none of v1-v21,
+scored once (40/65), the last set scored, tuned on since: test_frozen_v22_test_set prints its
+distance to the promise and fails below what the rules reached on it. Select it alone with -k
+frozen_v22.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -437,7 +439,15 @@ V19_FLOOR = {"right_category": 61, "failed": 65, "healthy_called_failed": 0, "in
 # v20 was scored once as a frozen test set (2026-12-02, rules and model of words of commit ca5ac29,
 # before any of its logs was seen by them or by whoever tuned them: 53/64 right category, 1/19
 # healthy called failed, 13/16 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V20_FLOOR = {"right_category": 58, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
+V20_FLOOR = {"right_category": 59, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
+
+
+# v21 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 2396228,
+# before any of its logs was seen by them or by whoever tuned them: 34/43 right category, 0/14
+# healthy called failed, 8/9 incomplete right; docs/diagnosis.md) and is a tuning set since. (41
+# while the model of words could turn a kernel's fault into a category: it did so right on one
+# log of v21 it was trained on, and wrong on all three it had not seen; 40 since.)
+V21_FLOOR = {"right_category": 40, "failed": 43, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
 
 
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
@@ -460,6 +470,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v18", "split-v18.json", V18_FLOOR, "37/59"),
     ("v19", "split-v19.json", V19_FLOOR, "52/65"),
     ("v20", "split-v20.json", V20_FLOOR, "53/64"),
+    ("v21", "split-v21.json", V21_FLOOR, "34/43"),
 ]
 
 
@@ -472,16 +483,16 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v21, the last set scored: once (2026-12-02, rules and model of words of commit 2396228, before
-# any of its logs was seen by them or by whoever tuned them: 34/43 right category, 0/14 healthy
-# called failed, 8/9 incomplete right; docs/diagnosis.md), then tuned on (the rules, and the model
+# v22, the last set scored: once (2026-12-02, rules and model of words of commit 97e1703, before
+# any of its logs was seen by them or by whoever tuned them: 40/65 right category, 0/17 healthy
+# called failed, 17/19 incomplete right; docs/diagnosis.md), then tuned on (the rules, and the model
 # of words retrained with it). These are the figures they reached on it; they may only rise.
-V21 = WORLD / "v21"
-V21_FLOOR = {"right_category": 41, "failed": 43, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
+V22 = WORLD / "v22"
+V22_FLOOR = {"right_category": 58, "failed": 65, "healthy_called_failed": 0, "incomplete_ok": 18, "incomplete": 19}
 
 
-def test_frozen_v21_test_set(request):
-    """v21, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V21, "split-v21.json"))
-    _keep(request, "v21", result)
-    _at_least(result, V21_FLOOR, "v21 (frozen score once: 34/43; tuned on since)")
+def test_frozen_v22_test_set(request):
+    """v22, the last set scored: prints the distance to the promise; fails below the figures reached."""
+    result = score(frozen_items(V22, "split-v22.json"))
+    _keep(request, "v22", result)
+    _at_least(result, V22_FLOOR, "v22 (frozen score once: 40/65; tuned on since)")
