@@ -34,8 +34,8 @@ from . import diagnose_words
 
 from .diagnose_catalog import CATEGORIES, CatalogError, KnownIssue, load_catalog  # noqa: F401 (the API)
 from .diagnose_cause import _failed, _is_benign_fatal, _known, _strip
-from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_WEAK, _FRAME_RE,
-                           _HEALTH, _TB_START, _WARNING_EXC, _WRONG_DATA, _is_benign, _Line, _phase_of, _split)
+from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_LAST, _FAIL_WEAK, _FRAME_RE,
+                           _HEALTH, _QUIET_WORDS, _TB_START, _WARNING_EXC, _WRONG_DATA, _is_benign, _Line, _phase_of, _split)
 from .diagnose_result import Diagnosis  # noqa: F401 (the API)
 from .diagnose_rules import _HANG_NOTE, _clean_summary, _recovered
 
@@ -89,6 +89,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
                 code.add(j)
                 j += 1
 
+    last_line = max((k for k in range(n) if bodies[k].strip()), default=-1)
     phases: list[tuple[int, int | None, str]] = []
     health: list[int] = []
     fails: list[int] = []
@@ -115,7 +116,8 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
             continue
         em = _EXC_RE.match(b)
         quiet = ln.level in (0, 1, 2)  # an INFO/WARNING/DEBUG record
-        weak = not quiet and _FAIL_WEAK.search(b) and not _recovered(lines, k)
+        weak = not quiet and (_FAIL_WEAK.search(b) or (k == last_line and _FAIL_LAST.search(b) and not
+                                                       _QUIET_WORDS.search(ln.raw))) and not _recovered(lines, k)
         if ln.level >= 3 or _FAIL.search(b) or weak or (
                 not quiet and em and not _WARNING_EXC.search(em["name"]) and (em["msg"] or k + 1 < n)):
             fails.append(k)
@@ -252,7 +254,9 @@ _REQUEST_HANDLER = re.compile(r"\b(?:ERROR|WARNING) \d\d-\d\d [\d:.]+ \[(?:servi
 # supervisor), not SGLang's "Received sigquit" from a crashed child
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"
                               r"\bReceived signal (?:SIG)?(?:INT|TERM|2|15)\b|\bsignal (?:SIGINT|SIGTERM) received\b|"
-                              r"\bTerminating due to signal\b|\bSIG(?:INT|TERM) received\b")
+                              r"\bTerminating due to signal\b|\bSIG(?:INT|TERM) received\b|"
+                              # Slurm ending the job (scancel, its time limit): a supervisor's stop
+                              r"\bslurmstepd: error: \*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT\b")
 # vLLM's periodic metrics with nothing generated: no health (requests running: a stall; none: an
 # API server idle, or still logging after its engine died)
 _STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")

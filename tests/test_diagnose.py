@@ -1421,3 +1421,27 @@ def test_flashinfers_autotuner_skipping_a_tactic_is_no_failure():
            "Skipping tactic <MoERunner object at 0x7c70> 15, due to failure while profiling: [TensorRT-LLM][ERROR] "
            "Assertion failed: Failed to initialize cutlass TMA WS grouped gemm\n")
     assert diagnose.classify(log, CATALOG).verdict == "incomplete"
+
+
+def test_the_words_of_a_failure_on_the_last_line_are_evidence(rules_only):
+    # where a program that failed stops: its last line, in whatever words
+    d = diagnose.classify("loading model\nllama_model_quantize: failed to quantize: tensor 'blk.4.weight' has invalid data\n",
+                          CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+    # the same words on an earlier line, or in an INFO/WARNING record, are not
+    assert diagnose.classify("failed to quantize: tensor 'blk.4.weight' has invalid data\nloading model\n",
+                             CATALOG).verdict == "incomplete"
+    assert diagnose.classify("loading model\nINFO 01-01 12:00:00 [x.py:1] could not find libnccl-net.so, using sockets\n",
+                             CATALOG).verdict == "incomplete"
+    assert diagnose.classify("loading model\nhost:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-profiler.so.\n",
+                             CATALOG).verdict == "incomplete"
+
+
+def test_slurm_ending_the_job_after_the_server_served_is_no_failure():
+    log = ('INFO:     127.0.0.1:59350 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+           "slurmstepd: error: *** JOB 5858 ON gpuh05 CANCELLED AT 2025-12-21T02:31:17 DUE TO TIME LIMIT ***\n")
+    assert diagnose.classify(log, CATALOG).verdict == "clean"
+    # nor what the server prints while it goes down
+    log += ("(APIServer pid=1) ERROR 12-21 02:31:17 [core_client.py:1] Engine core proc EngineCore_0 died "
+            "unexpectedly, shutting down client.\n")
+    assert diagnose.classify(log, CATALOG).verdict == "clean"
