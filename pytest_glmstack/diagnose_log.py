@@ -66,7 +66,13 @@ _LVL = r"(?P<lvl>TRACE|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 _PREFIXES = [re.compile(p) for p in (
     # docker compose: 'vllm-1  | ', 'deepseek-v32-exp | ' (also before a traceback's indented lines)
     r"^[A-Za-z][\w.-]*?(?:-\d+)?\s+\|\s(?=\S)|^[A-Za-z][\w.-]*?-\d+\s+\|\s(?=\s*\S)",
-    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s*(?:\|\s?)?",  # ISO / loguru timestamps
+    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s*(?:\|\s?)?",  # ISO / loguru timestamps
+    r"^(?:stdout|stderr) [FP] ",  # a container runtime's log (Kubernetes, CRI): '<time> stderr F '
+    # syslog/journald: 'Aug 19 18:34:27 host vllm[8727]: ', and after an ISO time 'gemma3.server[16376]: '
+    r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.@/-]+\[\d+\]: |^[\w.@/-]+\[\d+\]: (?=\S)",
+    r"^ {2,}\| (?=\s*\S)",  # an exception group's members, printed under '  | '
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| (?P<lvl>[A-Z]+) \| \w+ \| ",  # '2024-04-27 10:13:05 | ERROR | stderr | '
+
     # python logging: '- INFO - ', 'ERROR   - x.py:12 - ', and its default format's '- lmdeploy - ERROR - '
     r"^-?\s*(?:[\w.-]+ - (?=" + _LVL[len("(?P<lvl>"):-1] + r"\s*-\s))?" + _LVL + r"\s*-\s+(?:[\w.]+:\d+\s+-\s+)?",
     r"^\([^()]*?pid=\d+(?:, ip=[\w.:-]+)?\)\s?",  # vLLM / Ray: '(EngineCore_DP0 pid=123) ', '(RayWorkerWrapper pid=1, ip=10.0.0.7) '
@@ -258,6 +264,7 @@ _FAIL = re.compile("|".join((
     r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
     r"\bcollect2: error: ld returned \d+ exit status",  # a build's link step failed
+    r"# GPU blocks: 0\b",  # vLLM found no memory for a single KV-cache block: it cannot serve
     r"^error: invalid argument: -",  # llama.cpp's (and llamafile's) argument parser refusing an option
     # SGLang's token pool refusing an allocation (the scheduler raises right after it)
     r"Out of memory\. Try to lower your batch size",

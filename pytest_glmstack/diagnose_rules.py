@@ -36,7 +36,12 @@ _RULE_SRC = (
     ("other", r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable"),
     # the driver is older than the CUDA runtime the program ships: the machine, not the program
     ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
-              r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old"),
+              r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old|"
+              # PTX newer than the driver's JIT can read: the driver is older than the toolkit that built it
+              r"provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion"),
+    # a model whose architecture the engine has no implementation of: the model, not the GPU's architecture
+    ("other", r"architectures?:? \[[^\]\n]*For[A-Z]\w*[^\]\n]*\] (?:are|is) not supported|"
+              r"[Cc]an ?not (?:find|found) [\w ]{0,30}for (?:model )?architectures?\b|\bUnsupported model architecture\b"),
     # vLLM's profiling check that free memory did not grow while it measured (another process
     # on the GPU freeing memory): no shortage of memory
     ("other", r"Error in memory profiling\. Initial free memory [\d.]+ ?GiB, current free memory"),
@@ -81,14 +86,14 @@ _RULE_SRC = (
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
             r"max_total_num_tokens.*(?:too small|<=? ?0)|larger than the maximum number of tokens that can be stored in KV cache|"
-            r"KV cache is needed, which is larger than the available\s+KV cache memory|To serve at least one request with the model's max seq len|"
+            r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$|"
             + _MEMORY_KILL),
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
                   r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"
-                  r"DeepEP \w+(?: \w+)? timeout|uncorrectable NVLink|NVLink error|"
+                  r"DeepEP (?:\w+ ){0,2}timeout|uncorrectable NVLink|NVLink error|"
                   # nccl-tests' data check: a collective returned wrong results
                   + _WRONG_DATA + r"|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
@@ -116,7 +121,6 @@ _RULE_SRC = (
                          # GPU cannot run; PTX left to be JIT-compiled for a GPU the binary has no code for
                          r"Failed to find a kernel that can implement the \w+ linear layer|"
                          r"cutlass\w*[^\n]*\bError Internal\b|"
-                         r"provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
                          r"requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)|"
                          r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_ARCH_MISMATCH|"
@@ -508,6 +512,8 @@ def _frame_category(exc: _Exc) -> str | None:
         return "bad_flag"  # a JSON-valued flag that is not JSON
     if re.search(r"torch/_(?:dynamo|inductor|functorch)/", real[-1]):
         return "dynamo_other"  # raised inside torch.compile's own machinery
+    if frames[-1].func == "bind" and re.search(r"zmq/|socket|asyncio/|uvicorn/|torch/distributed/", real[-1]):
+        return "port_in_use"  # raised binding a socket (zmq, asyncio, c10d's store): the address is taken
     names = [f.func for f in frames + exc.user_frames] + [short_path(p) for p in paths]
     if any(_CAPTURE_FRAME.search(x) for x in names):
         return "cuda_graph_capture"

@@ -941,7 +941,9 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
      "exceeds the KV cache manager's maximum supported length (2049).", "other"),
     ("ValueError: Failed to find a kernel that can implement the ScaledMM linear layer. Reasons:", "arch_unsupported"),
     ("RuntimeError: cutlass_gemm_caller, /src/cutlass_gemm_caller.cuh:62, Error Internal", "arch_unsupported"),
-    ("torch.AcceleratorError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "arch_unsupported"),
+    # PTX newer than the driver's JIT: the driver is older than the toolkit (three labels of four, and
+    # v23's blind reader, say so; v10's thread blamed a wheel without sm_120 code)
+    ("torch.AcceleratorError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "other"),
     # a compiler's diagnostic without a column, in a JIT build
     ('RuntimeError: Engine core initialization failed.\ncuda/std/__cccl/cuda_toolkit.h:41: error: "CUDA compiler and CUDA '
      'toolkit headers are incompatible"', "flashinfer_jit"),
@@ -1445,3 +1447,43 @@ def test_slurm_ending_the_job_after_the_server_served_is_no_failure():
     log += ("(APIServer pid=1) ERROR 12-21 02:31:17 [core_client.py:1] Engine core proc EngineCore_0 died "
             "unexpectedly, shutting down client.\n")
     assert diagnose.classify(log, CATALOG).verdict == "clean"
+
+
+@pytest.mark.parametrize("text, category", [
+    # a model whose architecture the engine does not implement: the model, not the GPU
+    ("RuntimeError: Can not found rewrite for architectures: ['GlmMoeDsaForCausalLM']\n", "other"),
+    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now.\n", "other"),
+    # DeepEP's own timeout check
+    ("DeepEP timeout check failed: rank = 2, thread = 5, value = 1024)\n", "nccl_comm"),
+    # vLLM found no memory for one KV-cache block, then failed (the exception cut off)
+    ("INFO 04-27 10:13:05 llm_engine.py:275] # GPU blocks: 0, # CPU blocks: 256\n"
+     "2024-04-27 10:13:05 | ERROR | stderr | Traceback (most recent call last):\n", "oom"),
+    # a traceback cut off while it bound a socket
+    ('(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]   File "/x/vllm/distributed/shm_broadcast.py", '
+     "line 434, in __init__\n(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]     self.remote_socket.bind(a)\n"
+     '(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]   File "/x/zmq/sugar/socket.py", line 320, in bind\n'
+     "(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]     super().bind(addr)\n", "port_in_use"),
+    # an exception group's member, printed under '  | ' (its frames too)
+    ('    |   File "/x/ktransformers/models/modeling_deepseek.py", line 113, in forward\n'
+     "    |     hidden_states = hidden_states.to(torch.float32)\n"
+     "    |                     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+     "    | RuntimeError: CUDA error: invalid device function\n"
+     "    | CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+     "    | For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+     "    | Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+     "    | \n    +------------------------------------\n", "arch_unsupported"),
+    # journald's prefix before a traceback's frames, and a container runtime's (Kubernetes, CRI)
+    ('Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)   File "/x/vllm/v1/engine/core.py", line 226, in step\n'
+     "Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)     model_output = self.execute_model(scheduler_output)\n"
+     'Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)   File "/x/vllm/v1/worker/gpu_worker.py", line 9, in f\n'
+     "Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)     return g()\n", "other"),
+    ('2026-03-24T12:06:11.864923+08:00 stderr F   File "/x/sglang/srt/managers/scheduler.py", line 9, in run\n'
+     "2026-03-24T12:06:11.864923+08:00 stderr F     self.loop()\n"
+     '2026-03-24T12:06:11.864923+08:00 stderr F   File "/x/sglang/srt/managers/scheduler.py", line 19, in loop\n'
+     "2026-03-24T12:06:11.864923+08:00 stderr F     step()\n", "other"),
+])
+def test_failure_lines_of_v23s_tuning(text, category, rules_only):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+    if category == "other" and "architectures" in text:
+        assert d.confidence == "named", d.render()  # a rule named it: the model of words may not turn it

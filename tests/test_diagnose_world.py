@@ -40,9 +40,10 @@ in none of v1-v18, scored once (52/65), a tuning set since. v20 (tests/data/worl
 from public sources in none of v1-v19, scored once (53/64), a tuning set since. v21
 (tests/data/world/v21): 66 logs from public sources in none of v1-v20, scored once (34/43), a
 tuning set since. v22 (tests/data/world/v22): 101 logs from public sources in none of v1-v21,
-scored once (40/65), the last set scored, tuned on since: test_frozen_v22_test_set prints its
-distance to the promise and fails below what the rules reached on it. Select it alone with -k
-frozen_v22.
+scored once (40/65), a tuning set since. v23 (tests/data/world/v23): 79 logs from public sources
+in none of v1-v22, scored once (36/51), the last set scored, tuned on since:
+test_frozen_v23_test_set prints its distance to the promise and fails below what the rules reached
+on it. Select it alone with -k frozen_v23.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -377,8 +378,10 @@ V9_FLOOR = {"right_category": 22, "failed": 24, "healthy_called_failed": 0, "inc
 
 # v10 was scored once as a frozen test set (2026-12-01, rules of commit f7a644a, before any of its
 # logs was seen by them or by whoever tuned them: 21/33 right category, 0/13 healthy called
-# failed, 4/6 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V10_FLOOR = {"right_category": 28, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+# failed, 4/6 incomplete right; docs/diagnosis.md) and is a tuning set since. (28 while "the
+# provided PTX was compiled with an unsupported toolchain" was arch_unsupported, as v10c-003's
+# thread has it; three other labels and a blind reader call it the driver's age, other: 27 since.)
+V10_FLOOR = {"right_category": 27, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
 
 
 # v11 was scored once as a frozen test set (2026-12-01, rules of commit b7d2ce2, before any of its
@@ -433,13 +436,13 @@ V18_FLOOR = {"right_category": 53, "failed": 59, "healthy_called_failed": 2, "in
 # v19 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 712b355,
 # before any of its logs was seen by them or by whoever tuned them: 52/65 right category, 0/19
 # healthy called failed, 16/16 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V19_FLOOR = {"right_category": 61, "failed": 65, "healthy_called_failed": 0, "incomplete_ok": 16, "incomplete": 16}
+V19_FLOOR = {"right_category": 62, "failed": 65, "healthy_called_failed": 0, "incomplete_ok": 16, "incomplete": 16}
 
 
 # v20 was scored once as a frozen test set (2026-12-02, rules and model of words of commit ca5ac29,
 # before any of its logs was seen by them or by whoever tuned them: 53/64 right category, 1/19
 # healthy called failed, 13/16 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V20_FLOOR = {"right_category": 59, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
+V20_FLOOR = {"right_category": 61, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
 
 
 # v21 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 2396228,
@@ -448,6 +451,12 @@ V20_FLOOR = {"right_category": 59, "failed": 64, "healthy_called_failed": 0, "in
 # while the model of words could turn a kernel's fault into a category: it did so right on one
 # log of v21 it was trained on, and wrong on all three it had not seen; 40 since.)
 V21_FLOOR = {"right_category": 40, "failed": 43, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
+
+
+# v22 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 97e1703,
+# before any of its logs was seen by them or by whoever tuned them: 40/65 right category, 0/17
+# healthy called failed, 17/19 incomplete right; docs/diagnosis.md) and is a tuning set since.
+V22_FLOOR = {"right_category": 58, "failed": 65, "healthy_called_failed": 0, "incomplete_ok": 18, "incomplete": 19}
 
 
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
@@ -471,6 +480,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v19", "split-v19.json", V19_FLOOR, "52/65"),
     ("v20", "split-v20.json", V20_FLOOR, "53/64"),
     ("v21", "split-v21.json", V21_FLOOR, "34/43"),
+    ("v22", "split-v22.json", V22_FLOOR, "40/65"),
 ]
 
 
@@ -483,16 +493,16 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v22, the last set scored: once (2026-12-02, rules and model of words of commit 97e1703, before
-# any of its logs was seen by them or by whoever tuned them: 40/65 right category, 0/17 healthy
-# called failed, 17/19 incomplete right; docs/diagnosis.md), then tuned on (the rules, and the model
+# v23, the last set scored: once (2026-12-02, rules and model of words of commit 8aa0a51, before
+# any of its logs was seen by them or by whoever tuned them: 36/51 right category, 0/15 healthy
+# called failed, 13/13 incomplete right; docs/diagnosis.md), then tuned on (the rules, and the model
 # of words retrained with it). These are the figures they reached on it; they may only rise.
-V22 = WORLD / "v22"
-V22_FLOOR = {"right_category": 58, "failed": 65, "healthy_called_failed": 0, "incomplete_ok": 18, "incomplete": 19}
+V23 = WORLD / "v23"
+V23_FLOOR = {"right_category": 46, "failed": 51, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 13}
 
 
-def test_frozen_v22_test_set(request):
-    """v22, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V22, "split-v22.json"))
-    _keep(request, "v22", result)
-    _at_least(result, V22_FLOOR, "v22 (frozen score once: 40/65; tuned on since)")
+def test_frozen_v23_test_set(request):
+    """v23, the last set scored: prints the distance to the promise; fails below the figures reached."""
+    result = score(frozen_items(V23, "split-v23.json"))
+    _keep(request, "v23", result)
+    _at_least(result, V23_FLOOR, "v23 (frozen score once: 36/51; tuned on since)")
