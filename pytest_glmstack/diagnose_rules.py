@@ -47,7 +47,8 @@ _RULE_SRC = (
     ("other", r"Error in memory profiling\. Initial free memory [\d.]+ ?GiB, current free memory"),
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
-    ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))"),
+    ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"
+              r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
     ("bad_flag", r"^error: invalid argument: -|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
                  r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
@@ -65,6 +66,7 @@ _RULE_SRC = (
     ("dynamo_other", r"please check if runtime recompilation happened"),
     # errors that only happen while a CUDA graph is being captured
     ("cuda_graph_capture", r"cudaErrorStreamCapture\w*|disable cuda graph by --disable-cuda-graph|operation not permitted when stream is capturing|stream is capturing|"
+                           r"current capture mode does not support|"
                            r"depend on a capturing (?:blocking )?stream|"
                            r"uncaptured work|during (?:CUDA )?graph capture|during capture|capture stream|"
                            r"Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure|"
@@ -263,7 +265,9 @@ def _refused_setting(exc) -> bool:
 _NATIVE_CRASH = re.compile(r"Segmentation fault|Signal: \w|\*\*\* Process received signal|core dumped|Bus error|"
                            r"Illegal instruction|Aborted|SIGSEGV|SIGABRT|SIGBUS")
 # (UCX, under NIXL's KV transfers and MPI, is a communication library too)
-_COMM_LIB_FRAME = re.compile(r"\blib(?:nccl|mscclpp|nvshmem\w*|rccl|uc[pst])[\w-]*\.so|\bdeep_ep\w*\.\w*so\b|/nixl\b")
+_COMM_LIB_FRAME = re.compile(r"\blib(?:nccl|mscclpp|nvshmem\w*|rccl|uc[pst])[\w-]*\.so|\bdeep_ep\w*\.\w*so\b|/nixl\b|"
+                             # Mooncake's transfer engine (KV-cache transfers between instances)
+                             r"/mooncake/|\btransfer_engine\b")
 
 
 def _native_crash_category(bodies: list[str], at: list[int]) -> str | None:

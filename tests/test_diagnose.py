@@ -1487,3 +1487,26 @@ def test_failure_lines_of_v23s_tuning(text, category, rules_only):
     assert (d.verdict, d.category) == ("failed", category), d.render()
     if category == "other" and "architectures" in text:
         assert d.confidence == "named", d.render()  # a rule named it: the model of words may not turn it
+
+
+@pytest.mark.parametrize("text, category", [
+    # an operation a graph capture does not allow (Ascend's wording of CUDA's stream-capture error)
+    ("EE9999: rtMemcpy execution failed, reason=the current capture mode does not support this operation\n",
+     "cuda_graph_capture"),
+    # a segfault whose thread dump runs in Mooncake's transfer engine (KV-cache transfers)
+    ("Fatal Python error: Segmentation fault\n\nThread 0x00007f (most recent call first):\n"
+     '  File "/x/sglang/srt/disaggregation/mooncake/transfer_engine.py", line 120 in transfer_sync\n'
+     '  File "/x/sglang/srt/disaggregation/mooncake/conn.py", line 259 in process_layer\n', "nccl_comm"),
+    # torch's abort handler (Windows builds), with nothing more said
+    ("Unhandled exception caught in c10/util/AbortHandler.h\n"
+     "00007FFE12AE1DE4 torch_python.dll!THPGenerator_initDefaultGenerator [<unknown file> @ <unknown line number>]\n",
+     "other"),
+    # a kernel library that is missing or too old: an install, not the GPU
+    ("RuntimeError: DeepGEMM backend is not available or outdated.\nPlease install or update the `deep_gemm` to a newer "
+     "version to enable FP8 kernels.\n", "other"),
+])
+def test_failure_lines_of_v24s_tuning(text, category, rules_only):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", category), d.render()
+    if "Please install" in text:
+        assert d.confidence == "named", d.render()  # a rule named it: the model of words may not turn it
