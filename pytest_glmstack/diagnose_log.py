@@ -265,6 +265,7 @@ _FAIL = re.compile("|".join((
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
     r"\bcollect2: error: ld returned \d+ exit status",  # a build's link step failed
     r"# GPU blocks: 0\b",  # vLLM found no memory for a single KV-cache block: it cannot serve
+    r"Available KV cache memory: -\d",  # vLLM's profile left less than nothing for the KV cache
     r"^Unhandled exception caught in c10/util/AbortHandler\.h",  # torch's abort handler (Windows)
     r"^error: invalid argument: -",  # llama.cpp's (and llamafile's) argument parser refusing an option
     # SGLang's token pool refusing an allocation (the scheduler raises right after it)

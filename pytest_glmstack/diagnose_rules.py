@@ -70,7 +70,9 @@ _RULE_SRC = (
                            r"depend on a capturing (?:blocking )?stream|"
                            r"uncaptured work|during (?:CUDA )?graph capture|during capture|capture stream|"
                            r"Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure|"
-                           r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten"),
+                           r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten|"
+                           # a graph's capture_begin refused (torch_npu names its NPUGraph.cpp)
+                           r"\bcapture_begin\b[^\n]{0,80}(?:error|fail)|(?:CUDA|NPU)Graph\.cpp:\d+"),
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
                      # Inductor's compile workers (torch/_inductor/compile_worker) and Dynamo's own errors
                      r"\bSubprocException\b|\bInternalTorchDynamoError\b|"
@@ -87,7 +89,7 @@ _RULE_SRC = (
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
-            r"max_total_num_tokens.*(?:too small|<=? ?0)|larger than the maximum number of tokens that can be stored in KV cache|"
+            r"max_total_num_tokens.*(?:too small|<=? ?0)|Available KV cache memory: -\d|\bOutOfMemory\b|lack of (?:CPU )?swap space|larger than the maximum number of tokens that can be stored in KV cache|"
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$|"
@@ -224,7 +226,7 @@ _ARGS_CODE = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)|vllm/engine
 # A refused combination of settings, in the words argument checks use, when the exception's frames
 # (server_args, arg_utils, config) are not in the excerpt: a refusal idiom and, near it, the name of
 # a setting (a --flag, a server argument's snake_case name, an "attention backend" or the like).
-_REFUSAL_EXC = re.compile(r"(?:^|\.)(?:ValueError|AssertionError|NotImplementedError|KeyError|\w*(?:Config|Argument|Validation)Error)$")
+_REFUSAL_EXC = re.compile(r"(?:^|\.)(?:ValueError|AssertionError|NotImplementedError|KeyError|RuntimeError|\w*(?:Config|Argument|Validation)Error)$")
 _REFUSAL = re.compile(
     r"\bis not supported (?:with|when|together|in combination|for (?:this|the) (?:configuration|combination))|"
     r"\b(?:is|are) only supported (?:with|when|for|if|in)\b|\bonly supports?\b|\bmust (?:be|not be|have|match)\b|"
@@ -232,7 +234,7 @@ _REFUSAL = re.compile(
     r"\bdoes not support (?:the |this )?(?:\w+ )?(?:configuration|combination|option|mode|setting)|"
     r"\byou (?:have )?(?:explicitly )?(?:specified|set|passed|chose)\b|\bbut got\b|\bmutually exclusive\b|"
     r"\bplease (?:set|use|specify|pass|remove|disable|enable|increase|decrease|reduce|raise|lower)\b|\binvalid (?:value|choice|option|combination|setting)s?\b|"
-    r"\bnot a valid\b|\bcho(?:o)?se from\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
+    r"\bdoes not support\b[^.\n]{0,80}\byet\b|\bnot a valid\b|\bexpected (?:one of\b|[\w-]+(?:, [\w-]+)+,? or [\w-]+)|\bcho(?:o)?se from\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
     # "Only {'a', 'b'} backends are supported ... Got attention_backend=c"
     r"\bonly\b[^.\n]{0,80}\b(?:is|are) (?:currently )?supported\b|\bgot [a-z]\w*=", re.I)
 _SETTING = re.compile(
@@ -240,7 +242,7 @@ _SETTING = re.compile(
     r"\b(?:attention|attn|moe|sampling|all2all|a2a|quantization|kv[-_ ]cache|load|speculative|spec|lora|grammar|"
     r"tool[-_ ]call|reasoning|prefill|decode|cuda[-_ ]graph|compilation|distributed[-_]executor)[-_ ]?"
     r"(?:backend|format|method|dtype|algorithm|parser|runner|mode|level)s?\b|"
-    r"\b(?:[tdpec]p|tensor[-_]parallel|pipeline[-_]parallel|data[-_]parallel|expert[-_]parallel)[-_]size\b|"
+    r"\b(?:[tdpec]p|[TDPE]P|tensor[-_]parallel|pipeline[-_]parallel|data[-_]parallel|expert[-_]parallel)[-_ ]sizes?\b|"
     r"\bnum[-_]shards?\b|\bmax[-_](?:model[-_]len|num[-_]seqs|num[-_]batched[-_]tokens|running[-_]requests|total[-_]tokens|"
     r"input[-_](?:length|tokens)|batch[-_]\w+|prefill[-_]tokens)\b|\bcontext[-_]length\b|\bchunked[-_]prefill\w*|"
     r"\benforce[-_]eager\b|\bmem[-_]fraction\w*|\bgpu[-_]memory[-_]utilization\b|\bkv[-_]cache[-_]dtype\b|"

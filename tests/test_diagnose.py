@@ -1510,3 +1510,40 @@ def test_failure_lines_of_v24s_tuning(text, category, rules_only):
     assert (d.verdict, d.category) == ("failed", category), d.render()
     if "Please install" in text:
         assert d.confidence == "named", d.render()  # a rule named it: the model of words may not turn it
+
+
+@pytest.mark.parametrize("text, category", [
+    # a configuration the engine refuses "yet", a parallel size named in words ("TP sizes")
+    ("RuntimeError: PD Disaggregation does NOT support PD different TP sizes for non-MLA SWA hybrid models yet.\n",
+     "bad_flag"),
+    # a setting's value refused with the list of those it takes
+    ("ValueError: Unsupported mxfp4_backend for Mxfp4MoEMethod: Mxfp4MoeBackend.FLASHINFER_CUTLASS_MXFP4_MXFP8. "
+     "Expected TRTLLM, Triton, AITER, or XPU backend.\n", "bad_flag"),
+    # a graph's capture_begin refused (torch_npu's NPUGraph)
+    ("RuntimeError: NPUModelRunner failed, error is capture_begin:../torch_npu/csrc/core/npu/NPUGraph.cpp:230 "
+     "NPU function error: c10_npu::acl::AclmdlRICaptureBegin, error code is 207005\n", "cuda_graph_capture"),
+    # TensorRT's allocator, in one word
+    ("[TRT] [E] [virtualMemoryBuffer.cpp::resizePhysical::151] Error Code 2: OutOfMemory "
+     "(Requested size was 16654532608 bytes.)\n", "oom"),
+    # vLLM's preemption ran out of CPU swap space; the engine's death wraps it, cut off mid-sentence
+    ("ValueError: a python exception was caught while processing the async generator: MQEngineDeadError: Engine loop "
+     "is not running. Inspect the stacktrace to find the original error: RuntimeError('Aborted due to the lack of CPU "
+     "swap space. Please increase\n", "oom"),
+    # the memory profile left less than nothing for the KV cache, and the engine did not start
+    ("(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB\n"
+     "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] EngineCore failed to start.\n", "oom"),
+])
+def test_failure_lines_of_v25s_tuning(text, category, rules_only):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+
+
+def test_a_forbidden_model_download_is_not_flashinfers_cubin_download():
+    text = ("requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: "
+            "https://hf-mirror.com/facebook/cwm/resolve/main/config.json\n")
+    d = diagnose.classify(text, CATALOG)
+    assert d.failed and d.category == "other" and d.known_issue is None, d.render()
+    cubin = ("WARNING - cubin_loader.py:119 - flashinfer.jit: Downloading x.cubin: attempt 1\n  failed: 403 Client Error: "
+             "Forbidden\n  ERROR   - cubin_loader.py:128 - flashinfer.jit: Max retries reached. Download failed.\n")
+    d = diagnose.classify(cubin, CATALOG)
+    assert d.known_issue is not None and d.known_issue.id == "flashinfer-cubin-download-failed", d.render()
