@@ -1,5 +1,6 @@
 # make run   - set up (first time) and run the CPU matrix against real SGLang servers
-# make test  - set up (first time) and run the whole test suite, without and with xdist (-n 2)
+# make test  - set up (first time) and run the whole test suite, then again with xdist (-n 2) but for the
+#              tests that run alone or on servers of their own
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The plugin puts the no-device driver stub (<venv>/lib/nocuda) on its servers' LD_LIBRARY_PATH
@@ -24,9 +25,11 @@ test-serial:
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Tests that stop glmstack processes machine-wide (kill-orphans) run in the plain pass only:
-# beside a second worker they would, by design, stop its servers too.
+# beside a second worker they would, by design, stop its servers too. So do the self-contained
+# ones (their own servers, pytest sessions or environments, some with -n of their own): the outer
+# workers change nothing in them, and the pass would only start the same servers again.
 test-xdist:
-	$(PY) -m pytest -n 2 -m "not machine_wide" $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 -m "not machine_wide and not self_contained" $(PYTEST_ARGS)
 
 bench: bench-lifecycle bench-throughput
 

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import cpustack
 
 HERE = Path(__file__).parent
@@ -23,6 +25,7 @@ name: ab
 """
 
 
+@pytest.mark.self_contained
 def test_ab_against_a_slower_stack_fails_the_level_with_the_paired_verdict(pytester, tmp_path):
     (pytester.path / "m.yaml").write_text(textwrap.dedent(MATRIX))
     pytester.makepyfile("from pytest_glmstack.suite import test_throughput\n")

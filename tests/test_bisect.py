@@ -386,6 +386,7 @@ def test_regression_mode_runs_each_environment_as_the_b_of_an_ab_beside_the_good
     assert "--glmstack-ab" not in plain and plain[plain.index("--glmstack-python") + 1] == "/hybrid/bin/python"
 
 
+@pytest.mark.self_contained
 def test_pytest_option_bisects_the_runs_own_selection(stacks, tmp_path):
     """pytest SELECTION --glmstack-python BAD --glmstack-bisect GOOD: the same bisection as the
     command line, of that selection (its other options kept), and no test runs here."""
@@ -449,6 +450,7 @@ def _build_old_sglang_stack(root: Path) -> Path:
     return py
 
 
+@pytest.mark.self_contained
 @pytest.mark.skipif(not VENV.exists(), reason=f"no {VENV}: scripts/bootstrap-cpu.sh makes it")
 def test_real_sglang_flag_flip_is_bisected_to_sglang(tmp_path):
     """sglang 0.5.21 -> 0.5.23 alone rejects the matrix entry (`tc_piecewise` left the choices of

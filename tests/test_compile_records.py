@@ -281,6 +281,7 @@ def test_h200_fp4_quantize_under_torch_compile_names_flashinfer():
     assert cr.problems(records, allow=["flashinfer/*"])[0] == []
 
 
+@pytest.mark.self_contained
 def test_inductor_and_triton_compiles_through_the_monitor(tmp_path):
     path, line = script(tmp_path, "jit.py", JIT)
     caches = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}

@@ -789,6 +789,7 @@ def tiny_model(tmp_path_factory):
     return models.ensure("builtin:tiny-llama", tmp_path_factory.mktemp("models"))
 
 
+@pytest.mark.self_contained
 def test_real_server_without_libcuda_is_the_known_issue(tiny_model, tmp_path):
     """The CPU stack's server started with an LD_LIBRARY_PATH that lacks the no-device driver
     stub: sgl_kernel cannot load libcuda.so.1 and the server dies at import, in seconds."""

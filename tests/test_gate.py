@@ -289,6 +289,7 @@ def test_calibrate_warns_about_a_floor_that_cannot_fail(tmp_path):
 
 # -- against servers ------------------------------------------------------------------------------
 
+@pytest.mark.self_contained
 def test_a_server_whose_count_disagrees_fails_the_measurement(tmp_path):
     """The paced stand-in (bench/paced_server.py, not SGLang) streams 8 tokens a request and
     tells /metrics one fewer each: the measurement fails with both numbers."""
@@ -319,6 +320,7 @@ def cpustack_model():
     return models.ensure("builtin:tiny-llama", leases.default_lock_dir().parent / "models")
 
 
+@pytest.mark.self_contained
 def test_windows_and_token_accounting_on_a_real_server(pytester):
     """A real SGLang CPU server with /metrics: every repeat lasts its window, and the client's
     token count equals the server's generation_tokens_total delta."""

@@ -4,6 +4,8 @@ so the leases, CUDA_VISIBLE_DEVICES and scheduling are the product's own."""
 
 import textwrap
 
+import pytest
+
 import cpustack
 
 pytest_plugins = ["pytester"]
@@ -59,6 +61,7 @@ def test_lease(glmstack_server, glmstack_launch, glmstack_entry):
 """
 
 
+@pytest.mark.self_contained
 def test_two_one_gpu_entries_in_parallel_and_a_two_gpu_entry_alone(pytester, tmp_path, monkeypatch):
     (pytester.path / "matrix.yaml").write_text(textwrap.dedent(MATRIX))
     pytester.makepyfile(test_lease=textwrap.dedent(TESTS))

@@ -5,6 +5,8 @@ import textwrap
 
 from pytest_glmstack import outputs
 
+import pytest
+
 import cpustack
 
 
@@ -44,6 +46,7 @@ name: eq
 """
 
 
+@pytest.mark.self_contained
 def test_equal_and_diverging_entries_on_real_servers(pytester):
     (pytester.path / "m.yaml").write_text(textwrap.dedent(CPU))
     pytester.makepyfile("from pytest_glmstack.suite import test_same_output\n")

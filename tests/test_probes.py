@@ -52,6 +52,7 @@ def test_unknown_probe_names_the_known_ones():
         probes.by_name(["nope"])
 
 
+@pytest.mark.self_contained
 @needs_flashinfer
 def test_cli_json_and_exit_codes():
     r = subprocess.run([sys.executable, "-m", "pytest_glmstack", "probe", "torch-compile-sanity",
@@ -72,6 +73,7 @@ def test_cli_json_and_exit_codes():
 CANDIDATE = Path(__file__).resolve().parents[1] / ".venv-torch213" / "bin" / "python"
 
 
+@pytest.mark.self_contained
 @pytest.mark.skipif(not CANDIDATE.exists(), reason=f"no {CANDIDATE}: scripts/bootstrap-cpu.sh makes it")
 def test_probes_run_in_a_candidate_environment_without_the_plugin(tmp_path):
     """An environment with only torch 2.13.0 (CPU) and flashinfer-python 0.7.2.post1, as a candidate

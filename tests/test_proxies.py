@@ -195,6 +195,7 @@ def test_builtin_writes_the_proxy_config(nvfp4_dir):
     assert proxies.proxy_of(str(nvfp4_dir)).name == "tiny-llama-nvfp4"
 
 
+@pytest.mark.self_contained
 def test_installed_sglang_registry_resolves_the_proxy(nvfp4_dir, tmp_path):
     """In a fresh Python with the env the launcher gives a proxy server, SGLang's registry
     finds the proxy class, a chained user package's class, and its own Llama; SGLang's config
@@ -233,6 +234,7 @@ def test_installed_sglang_registry_resolves_the_proxy(nvfp4_dir, tmp_path):
     assert "Ignore import error when loading pytest_glmstack" not in r.stderr, r.stderr[-3000:]
 
 
+@pytest.mark.self_contained
 def test_a_real_cpu_server_loads_the_proxy(nvfp4_dir, model_cache, tmp_path):
     """The launcher's own path on SGLang's CPU engine: the server imports the proxy package,
     builds the proxy with its setting, and its first forward (the warm-up) reaches FlashInfer's

@@ -92,6 +92,7 @@ name: tp
 """
 
 
+@pytest.mark.self_contained
 def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     (pytester.path / "m.yaml").write_text(textwrap.dedent(MATRIX))
     pytester.makepyfile("from pytest_glmstack.suite import test_throughput\n")
@@ -129,6 +130,7 @@ def test_save_then_compare_fails_exactly_the_regressed_test(pytester):
     ])
 
 
+@pytest.mark.self_contained
 def test_the_repeats_of_a_measurement_share_one_benchmark_process(pytester):
     """Importing SGLang costs seconds; the repeats of one measurement pay it once, and each is
     still a complete run of its own."""

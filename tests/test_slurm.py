@@ -194,6 +194,7 @@ def sacct_states(job_id: str) -> dict | None:
     return {line.split("|")[1]: line.split("|")[2] for line in r.stdout.splitlines() if line.count("|") >= 2}
 
 
+@pytest.mark.self_contained
 def test_cpu_server_as_a_job_step(allocation, tmp_path):
     """Launch, /health, generate and teardown of one real server; nothing of it left after."""
     run = "s" + uuid.uuid4().hex[:8]
@@ -314,6 +315,7 @@ def _wait_server_started(child: "Child", step: str, timeout: float = 60) -> list
     raise AssertionError(f"the server did not start in step {step} within {timeout} s:\n{''.join(child.lines)}")
 
 
+@pytest.mark.self_contained
 def test_ctrl_c_during_launch_cancels_the_step(allocation, tmp_path):
     child = Child(allocation, tmp_path)
     try:
@@ -365,6 +367,7 @@ def test_guard_runs_as_its_own_process_and_leaves_when_its_owner_does(tmp_path):
     assert not state.exists()
 
 
+@pytest.mark.self_contained
 def test_killed_pytest_leaves_the_guard_to_cancel_the_step(allocation, tmp_path):
     """SIGKILL to the launching process, its srun and its reaper at once: only the guard is left
     to notice, and it cancels the step (the server's tasks keep running otherwise)."""
@@ -465,6 +468,7 @@ def test_two_ranks_as_one_step(allocation, tmp_path):
     assert report.leftover == [] and slurm.run_steps(run) == [] and marked(server.MARK_SERVER, sid) == []
 
 
+@pytest.mark.self_contained
 def test_a_rank_that_dies_takes_the_step_down(allocation, tmp_path):
     if len(allocation.nodes) < 2:
         pytest.skip("needs a cluster of two nodes (scripts/slurm-localhost.sh start --nodes 2)")
@@ -529,6 +533,7 @@ def _entry_run(pytester, launch_timeout: int, *args, timeout: int):
                                          "-p", "no:cacheprovider", "-rA", timeout=timeout)
 
 
+@pytest.mark.self_contained
 def test_the_plugin_runs_an_entry_as_a_step_of_its_own_allocation(cluster, pytester, monkeypatch,
                                                                    outside_any_allocation):
     """pytest --glmstack-launcher slurm outside any allocation: the plugin requests one, the
