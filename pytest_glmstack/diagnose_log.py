@@ -249,6 +249,9 @@ _FAIL = re.compile("|".join((
     # a C++ exception a runtime's own logger reports (Ray's core worker: "Unhandled exception:
     # St13runtime_error. what(): NCCL Error 5: invalid usage")
     r"\bUnhandled exception: \S+\.? what\(\):",
+    r"^\s*Value error, \S",  # a detail line of pydantic's ValidationError (a config the engine refused)
+    # systemd's word on a service whose process exited with a failure status
+    r"\bMain process exited, code=(?:exited|killed|dumped), status=(?:[1-9]\d*|[A-Z]{3,}\w*)/", r"\bFailed with result '",
     r"\bKVTransferError\b", r"\bNIXL_ERR_[A-Z_]+",  # KV-cache transfer engines (Mooncake, NIXL)
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
     r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)

@@ -72,7 +72,9 @@ _RULE_SRC = (
                            r"Offset increment outside graph capture|cudaErrorGraphExecUpdateFailure|"
                            r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten|"
                            # a graph's capture_begin refused (torch_npu names its NPUGraph.cpp)
-                           r"\bcapture_begin\b[^\n]{0,80}(?:error|fail)|(?:CUDA|NPU)Graph\.cpp:\d+"),
+                           r"\bcapture_begin\b[^\n]{0,80}(?:error|fail)|(?:CUDA|NPU)Graph\.cpp:\d+|"
+                           # torch_npu's assert on the ACL graph's capture status
+                           r"\baclmdlRICapture\w*|_CAPTURE_STATUS_\w+"),
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
                      # Inductor's compile workers (torch/_inductor/compile_worker) and Dynamo's own errors
                      r"\bSubprocException\b|\bInternalTorchDynamoError\b|"

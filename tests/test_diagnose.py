@@ -1548,3 +1548,24 @@ def test_a_forbidden_model_download_is_not_flashinfers_cubin_download():
              "Forbidden\n  ERROR   - cubin_loader.py:128 - flashinfer.jit: Max retries reached. Download failed.\n")
     d = diagnose.classify(cubin, CATALOG)
     assert d.known_issue is not None and d.known_issue.id == "flashinfer-cubin-download-failed", d.render()
+
+
+@pytest.mark.parametrize("text, category", [
+    # torch_npu's assert on the ACL graph's capture status (Ascend's CUDA graphs)
+    ('RuntimeError: status == aclmdlRICaptureStatus::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE INTERNAL ASSERT FAILED at '
+     '"build/CMakeFiles/torch_npu.dir/compiler_depend.ts":1, please report a bug to PyTorch.\n', "cuda_graph_capture"),
+    # a service under systemd: the journal's lines, and systemd's word that the process failed
+    ("Nov 13 01:50:23 host vllm[62501]: (APIServer pid=62501)   Value error, Model architectures "
+     "['MiniMaxM2ForCausalLM'] are not supported for now. Supported architectures: dict_keys(['X'])\n"
+     "Nov 13 01:50:25 host systemd[1]: vllm-minimax.service: Main process exited, code=exited, status=1/FAILURE\n",
+     "other"),
+])
+def test_failure_lines_of_v26s_tuning(text, category, rules_only):
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+
+
+def test_systemds_word_on_a_service_that_stopped_cleanly_is_no_failure():
+    log = ("Nov 13 01:50:25 host systemd[1]: vllm.service: Main process exited, code=exited, status=0/SUCCESS\n"
+           "Nov 13 01:50:25 host systemd[1]: vllm.service: Deactivated successfully.\n")
+    assert not diagnose.classify(log, CATALOG).failed

@@ -43,9 +43,10 @@ tuning set since. v22 (tests/data/world/v22): 101 logs from public sources in no
 scored once (40/65), a tuning set since. v23 (tests/data/world/v23): 79 logs from public sources
 in none of v1-v22, scored once (36/51), a tuning set since. v24 (tests/data/world/v24): 49 logs
 from public sources in none of v1-v23, scored once (17/35), a tuning set since. v25
-(tests/data/world/v25): 77 logs from public sources in none of v1-v24, scored once (31/44), the last
-set scored, tuned on since: test_frozen_v25_test_set prints its distance to the promise and fails
-below what the rules reached on it. Select it alone with -k frozen_v25.
+(tests/data/world/v25): 77 logs from public sources in none of v1-v24, scored once (31/44), a
+tuning set since. v26 (tests/data/world/v26): 70 logs from public sources in none of v1-v25, scored
+once (30/41), the last set scored, tuned on since: test_frozen_v26_test_set prints its distance to
+the promise and fails below what the rules reached on it. Select it alone with -k frozen_v26.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -474,6 +475,14 @@ V23_FLOOR = {"right_category": 47, "failed": 51, "healthy_called_failed": 0, "in
 V24_FLOOR = {"right_category": 25, "failed": 35, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
 
 
+
+# v25 was scored once as a frozen test set (2026-12-02, rules and model of words of commit aa15101,
+# before any of its logs was seen by them or by whoever tuned them: 31/44 right category, 0/17
+# healthy called failed, 15/16 incomplete right; 6 of its failures are labelled from their threads;
+# an independent reader's labels, taken before the scoring, in blind-labels.jsonl;
+# docs/diagnosis.md) and is a tuning set since.
+V25_FLOOR = {"right_category": 38, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 16}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -498,6 +507,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v22", "split-v22.json", V22_FLOOR, "40/65"),
     ("v23", "split-v23.json", V23_FLOOR, "36/51"),
     ("v24", "split-v24.json", V24_FLOOR, "17/35"),
+    ("v25", "split-v25.json", V25_FLOOR, "31/44"),
 ]
 
 
@@ -510,18 +520,18 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v25, the last set scored: once (2026-12-02, rules and model of words of commit aa15101, before
-# any of its logs was seen by them or by whoever tuned them: 31/44 right category, 0/17 healthy
-# called failed, 15/16 incomplete right; 6 of its failures are labelled from their threads, their
+# v26, the last set scored: once (2026-12-02, rules and model of words of commit d495a64, before
+# any of its logs was seen by them or by whoever tuned them: 30/41 right category, 0/16 healthy
+# called failed, 12/13 incomplete right; 5 of its failures are labelled from their threads, their
 # cause not in the excerpt; an independent reader's labels from the text alone, taken before the
 # scoring, are in blind-labels.jsonl; docs/diagnosis.md), then tuned on (the rules, and the model of
 # words retrained with it). These are the figures they reached on it; they may only rise.
-V25 = WORLD / "v25"
-V25_FLOOR = {"right_category": 38, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 16}
+V26 = WORLD / "v26"
+V26_FLOOR = {"right_category": 35, "failed": 41, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 13}
 
 
-def test_frozen_v25_test_set(request):
-    """v25, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V25, "split-v25.json"))
-    _keep(request, "v25", result)
-    _at_least(result, V25_FLOOR, "v25 (frozen score once: 31/44; tuned on since)")
+def test_frozen_v26_test_set(request):
+    """v26, the last set scored: prints the distance to the promise; fails below the figures reached."""
+    result = score(frozen_items(V26, "split-v26.json"))
+    _keep(request, "v26", result)
+    _at_least(result, V26_FLOOR, "v26 (frozen score once: 30/41; tuned on since)")
