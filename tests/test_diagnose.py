@@ -1,6 +1,7 @@
 """Diagnosis of real server logs, of the real Dynamo-vs-FlashInfer crash, and the CLI."""
 
 import importlib.util
+import itertools
 import json
 import subprocess
 import sys
@@ -1097,7 +1098,7 @@ def test_a_refused_request_and_a_metrics_scrape_say_nothing_of_the_server():
     assert (d.verdict, d.category) == ("failed", "arch_unsupported"), d.render()
 
 
-@pytest.mark.parametrize("text, category", [
+V17S = [  # failure lines of the v17 tuning set the rules name
     # nvcc's own refusal, with the padding it prints before the colon
     ("Compilation error:\nnvcc fatal   : Unsupported gpu architecture 'compute_89'\n", "arch_unsupported"),
     # a kernel's bare refusal of the GPU's generation
@@ -1118,10 +1119,7 @@ def test_a_refused_request_and_a_metrics_scrape_say_nothing_of_the_server():
      "Consider annotating your code using torch._check*().\n", "dynamo_unsupported"),
     # a bus error with no word of its own: the known issue of /dev/shm too small for NCCL
     ("[host:1 :0:381] Caught signal 7 (Bus error: nonexistent physical address)\n", "nccl_comm"),
-])
-def test_failure_lines_of_v17s_tuning(text, category):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", category), d.render()
+]
 
 
 def test_a_kernel_refusal_logged_as_a_warning_with_a_fallback_is_no_failure():
@@ -1140,7 +1138,7 @@ def test_an_error_answered_to_a_request_is_no_failure_of_the_server():
     assert diagnose.classify(crashed, CATALOG).failed
 
 
-@pytest.mark.parametrize("text, category", [
+V19S = [  # failure lines of the v19 tuning set the rules name
     # nvcc's front end on a header of a JIT-built kernel ("file.hpp(3064): error: ...")
     ('/x/site-packages/flashinfer/data/cutlass/include/cute/arch/mma_sm90.hpp(3064): error: expected a ";"\n',
      "flashinfer_jit"),
@@ -1161,10 +1159,7 @@ def test_an_error_answered_to_a_request_is_no_failure_of_the_server():
      "File ~/env/lib/python3.10/site-packages/peft/peft_model.py:1704, in PeftModel.generate(self, *args, **kwargs)\n"
      "File ~/env/lib/python3.10/site-packages/transformers/generation/utils.py:2215, in GenerationMixin.generate(self)\n",
      "dynamo_unsupported"),
-])
-def test_failure_lines_of_v19s_tuning(text, category):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+]
 
 
 def test_a_paste_whose_line_breaks_were_lost_is_read_record_by_record():
@@ -1191,7 +1186,7 @@ def test_a_bare_line_saying_a_step_failed_is_a_failure():
     assert not diagnose.classify("Download failed: retrying in 5 s\n", CATALOG).failed
 
 
-@pytest.mark.parametrize("text, category", [
+V20S = [  # failure lines of the v20 tuning set the rules name
     # a native assertion of a condition on sizes is an invariant of the code that checks it, even in
     # a JIT's sources (the model of words would read "jit" into it)
     ("RuntimeError: Failed: Assertion error csrc/jit_kernels/impls/smxx_layout.hpp:136 'mn % 4 == 0 and num_groups == 1'\n",
@@ -1209,16 +1204,13 @@ def test_a_bare_line_saying_a_step_failed_is_a_failure():
      " 0  /x/.nixl.mesonpy.libs/plugins/../../nixl.libs/libucs-97f10f8d.so.0.0.0(ucs_handle_error+0x294) [0x7f]\n"
      " 1  /x/.nixl.mesonpy.libs/plugins/../../nixl.libs/libuct-b36f5a30.so.0.0.0(uct_tcp_ep_am_bcopy+0x8a) [0x7f]\n",
      "nccl_comm"),
-])
-def test_failure_lines_of_v20s_tuning(text, category, rules_only):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+]
 
 
-@pytest.mark.parametrize("text, category", [
+V21S = [  # failure lines of the v21 tuning set the rules name
     # cuDNN's own error log
     ("E! CuDNN (v90100 70) function cudnnBackendFinalize() called:\n"
-     "e!         Error: CUDNN_STATUS_EXECUTION_FAILED; Reason: rtc->loadModule()\n", "other"),
+     "e!         Error: CUDNN_STATUS_EXECUTION_FAILED; Reason: rtc->loadModule()\n", "other", "inferred"),
     # ggml's error print at a source location: a kernel without code for this GPU
     ("/x/ggml/src/ggml-cuda/template-instances/../mmq.cuh:2589: ERROR: CUDA kernel mul_mat_q has no device code "
      "compatible with CUDA arch 520. ggml-cuda.cu was compiled for: 520\n", "arch_unsupported"),
@@ -1230,10 +1222,7 @@ def test_failure_lines_of_v20s_tuning(text, category, rules_only):
     # an assert on a setting, in a traceback cut off below it
     ('Traceback (most recent call last):\n  File "/x/sglang/srt/models/qwen2.py", line 10, in __init__\n'
      "    assert self.total_num_heads % tp_size == 0\n", "bad_flag"),
-])
-def test_failure_lines_of_v21s_tuning(text, category, rules_only):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", category), d.render()
+]
 
 
 @pytest.mark.parametrize("line", [
@@ -1307,13 +1296,13 @@ def test_the_level_of_more_log_formats_is_read(error, info):
     assert not diagnose.classify(info + "\n", CATALOG).failed, info
 
 
-@pytest.mark.parametrize("text, category", [
+V18S = [  # failure lines of the v18 tuning set the rules name
     # llama.cpp's server: its records' level, its bind failure, its exit line
     ("0.00.321.514 E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\n"
      "0.00.321.973 E srv  llama_server: exiting due to HTTP server error\n", "port_in_use"),
     ("main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
      "load: error loading model: llama_model_loader: failed to load model from /models/\n"
-     "main: exiting due to model loading error\n", "other"),
+     "main: exiting due to model loading error\n", "other", "inferred"),
     ('error while handling argument "-fa": error: unknown value for --flash-attn: \'--mlock\'\n', "bad_flag"),
     # argparse's refusal quoted without its "error:"
     ("unrecognized arguments: --lora-extra-vocab-size\n", "bad_flag"),
@@ -1321,7 +1310,7 @@ def test_the_level_of_more_log_formats_is_read(error, info):
     # python -m of a module that is not installed; a shell script's error, in any language
     ("/x/.venv/bin/python: Error while finding module specification for 'vllm.entrypoints.openai.api_server' "
      "(ModuleNotFoundError: No module named 'vllm')\n", "other"),
-    ("./start.sh: línea 18: ./llama_bin/build/bin/llama-server: No existe el archivo o el directorio\n", "other"),
+    ("./start.sh: línea 18: ./llama_bin/build/bin/llama-server: No existe el archivo o el directorio\n", "other", "inferred"),
     # an exception's repr; arch refusals worded by capability or by the archs it allows
     ("ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")\n",
      "arch_unsupported"),
@@ -1331,10 +1320,7 @@ def test_the_level_of_more_log_formats_is_read(error, info):
     ("3. disable torch compile by not using --enable-torch-compile\n"
      "4. disable cuda graph by --disable-cuda-graph. (Not recommonded. Huge perf loss)\n"
      "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose\n", "cuda_graph_capture"),
-])
-def test_failure_lines_of_v18s_tuning(text, category):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", category), d.render()
+]
 
 
 def test_llama_cpps_server_is_healthy_despite_its_best_effort_mlock():
@@ -1356,7 +1342,7 @@ def test_nccls_soft_roce_path_warning_is_no_failure():
                              "from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n", CATALOG).failed
 
 
-@pytest.mark.parametrize("text, category", [
+V22S = [  # failure lines of the v22 tuning set the rules name
     # a JIT-built library of FlashInfer's cache that does not load
     ("RuntimeError: Check failed: (lib_handle_ != nullptr) is false: Failed to load dynamic shared library "
      "/root/.cache/flashinfer/0.6.4/90...\n", "flashinfer_jit"),
@@ -1401,11 +1387,8 @@ def test_nccls_soft_roce_path_warning_is_no_failure():
      " 0  /opt/hpcx/ucx/lib/libucs.so.0(ucs_handle_error+0x2e4) [0x7d74482f5654]\n"
      " 1  /usr/lib/x86_64-linux-gnu/libc.so.6(+0x45330) [0x7d78508a0330]\n"
      " 2  /root/.cache/flashinfer/0.4.1/100a/cached_ops/fused_moe_trtllm_sm100/fused_moe_trtllm_sm100.so"
-     "(_ZN3moe3dev7routing+0x7f) [0x7d7281d7d39f]\n", "other"),
-])
-def test_failure_lines_of_v22s_tuning(text, category, rules_only):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", category), d.render()
+     "(_ZN3moe3dev7routing+0x7f) [0x7d7281d7d39f]\n", "other", "inferred"),
+]
 
 
 def test_a_kernel_fault_is_named_and_not_left_to_the_model_of_words(monkeypatch):
@@ -1450,7 +1433,7 @@ def test_slurm_ending_the_job_after_the_server_served_is_no_failure():
     assert diagnose.classify(log, CATALOG).verdict == "clean"
 
 
-@pytest.mark.parametrize("text, category", [
+V23S = [  # failure lines of the v23 tuning set the rules name
     # a model whose architecture the engine does not implement: the model, not the GPU
     ("RuntimeError: Can not found rewrite for architectures: ['GlmMoeDsaForCausalLM']\n", "other"),
     ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now.\n", "other"),
@@ -1463,7 +1446,7 @@ def test_slurm_ending_the_job_after_the_server_served_is_no_failure():
     ('(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]   File "/x/vllm/distributed/shm_broadcast.py", '
      "line 434, in __init__\n(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]     self.remote_socket.bind(a)\n"
      '(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]   File "/x/zmq/sugar/socket.py", line 320, in bind\n'
-     "(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]     super().bind(addr)\n", "port_in_use"),
+     "(Worker pid=1) ERROR 08-10 23:02:36 [multiproc_executor.py:898]     super().bind(addr)\n", "port_in_use", "inferred"),
     # an exception group's member, printed under '  | ' (its frames too)
     ('    |   File "/x/ktransformers/models/modeling_deepseek.py", line 113, in forward\n'
      "    |     hidden_states = hidden_states.to(torch.float32)\n"
@@ -1477,20 +1460,15 @@ def test_slurm_ending_the_job_after_the_server_served_is_no_failure():
     ('Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)   File "/x/vllm/v1/engine/core.py", line 226, in step\n'
      "Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)     model_output = self.execute_model(scheduler_output)\n"
      'Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)   File "/x/vllm/v1/worker/gpu_worker.py", line 9, in f\n'
-     "Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)     return g()\n", "other"),
+     "Aug 19 18:34:27 host vllm[8727]: (EngineCore pid=8727)     return g()\n", "other", "inferred"),
     ('2026-03-24T12:06:11.864923+08:00 stderr F   File "/x/sglang/srt/managers/scheduler.py", line 9, in run\n'
      "2026-03-24T12:06:11.864923+08:00 stderr F     self.loop()\n"
      '2026-03-24T12:06:11.864923+08:00 stderr F   File "/x/sglang/srt/managers/scheduler.py", line 19, in loop\n'
-     "2026-03-24T12:06:11.864923+08:00 stderr F     step()\n", "other"),
-])
-def test_failure_lines_of_v23s_tuning(text, category, rules_only):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", category), d.render()
-    if category == "other" and "architectures" in text:
-        assert d.confidence == "named", d.render()  # a rule named it: the model of words may not turn it
+     "2026-03-24T12:06:11.864923+08:00 stderr F     step()\n", "other", "inferred"),
+]
 
 
-@pytest.mark.parametrize("text, category", [
+V24S = [  # failure lines of the v24 tuning set the rules name
     # an operation a graph capture does not allow (Ascend's wording of CUDA's stream-capture error)
     ("EE9999: rtMemcpy execution failed, reason=the current capture mode does not support this operation\n",
      "cuda_graph_capture"),
@@ -1501,19 +1479,14 @@ def test_failure_lines_of_v23s_tuning(text, category, rules_only):
     # torch's abort handler (Windows builds), with nothing more said
     ("Unhandled exception caught in c10/util/AbortHandler.h\n"
      "00007FFE12AE1DE4 torch_python.dll!THPGenerator_initDefaultGenerator [<unknown file> @ <unknown line number>]\n",
-     "other"),
+     "other", "inferred"),
     # a kernel library that is missing or too old: an install, not the GPU
     ("RuntimeError: DeepGEMM backend is not available or outdated.\nPlease install or update the `deep_gemm` to a newer "
      "version to enable FP8 kernels.\n", "other"),
-])
-def test_failure_lines_of_v24s_tuning(text, category, rules_only):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category) == ("failed", category), d.render()
-    if "Please install" in text:
-        assert d.confidence == "named", d.render()  # a rule named it: the model of words may not turn it
+]
 
 
-@pytest.mark.parametrize("text, category", [
+V25S = [  # failure lines of the v25 tuning set the rules name
     # a configuration the engine refuses "yet", a parallel size named in words ("TP sizes")
     ("RuntimeError: PD Disaggregation does NOT support PD different TP sizes for non-MLA SWA hybrid models yet.\n",
      "bad_flag"),
@@ -1533,10 +1506,7 @@ def test_failure_lines_of_v24s_tuning(text, category, rules_only):
     # the memory profile left less than nothing for the KV cache, and the engine did not start
     ("(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB\n"
      "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] EngineCore failed to start.\n", "oom"),
-])
-def test_failure_lines_of_v25s_tuning(text, category, rules_only):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+]
 
 
 def test_a_forbidden_model_download_is_not_flashinfers_cubin_download():
@@ -1550,7 +1520,7 @@ def test_a_forbidden_model_download_is_not_flashinfers_cubin_download():
     assert d.known_issue is not None and d.known_issue.id == "flashinfer-cubin-download-failed", d.render()
 
 
-@pytest.mark.parametrize("text, category", [
+V26S = [  # failure lines of the v26 tuning set the rules name
     # torch_npu's assert on the ACL graph's capture status (Ascend's CUDA graphs)
     ('RuntimeError: status == aclmdlRICaptureStatus::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE INTERNAL ASSERT FAILED at '
      '"build/CMakeFiles/torch_npu.dir/compiler_depend.ts":1, please report a bug to PyTorch.\n', "cuda_graph_capture"),
@@ -1559,13 +1529,25 @@ def test_a_forbidden_model_download_is_not_flashinfers_cubin_download():
      "['MiniMaxM2ForCausalLM'] are not supported for now. Supported architectures: dict_keys(['X'])\n"
      "Nov 13 01:50:25 host systemd[1]: vllm-minimax.service: Main process exited, code=exited, status=1/FAILURE\n",
      "other"),
-])
-def test_failure_lines_of_v26s_tuning(text, category, rules_only):
-    d = diagnose.classify(text, CATALOG)
-    assert (d.verdict, d.category, d.confidence) == ("failed", category, "named"), d.render()
+]
 
 
 def test_systemds_word_on_a_service_that_stopped_cleanly_is_no_failure():
     log = ("Nov 13 01:50:25 host systemd[1]: vllm.service: Main process exited, code=exited, status=0/SUCCESS\n"
            "Nov 13 01:50:25 host systemd[1]: vllm.service: Deactivated successfully.\n")
     assert not diagnose.classify(log, CATALOG).failed
+
+
+# (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
+FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S)) for text, category, *conf in lines]
+
+
+@pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
+                         ids=[f"{t}-{i}" for t, group in itertools.groupby(r[0] for r in FAILURE_LINES)
+                              for i, _ in enumerate(group)])
+def test_failure_lines_of_public_logs_tuned_on(tuned_on, text, category, confidence, rules_only):
+    """A failure line of a public log the rules were tuned on gets its category from the rules
+    alone (the model of words is off), named by their own words unless the entry says otherwise."""
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category, d.confidence) == ("failed", category, confidence), d.render()
