@@ -197,6 +197,12 @@ _HEALTH = re.compile("|".join((
     r"\bserver is listening on https?://|all slots are idle|\bstart: server is ready\b",  # llama.cpp's server
     r"\bStarting vLLM server on https?://",  # vLLM's API server, newer wording
     r"\bStarting Xinference at endpoint: https?://",
+    r"\bllama runner started in [\d.]+ ?(?:m?s|seconds?)\b",  # ollama's runner answered
+    r"\bstatus=200 method=\"?(?:POST|GET)\b", r"\bslot released\b",  # llama.cpp's older server log
+    # a benchmark's figures: throughput in tokens or requests per second, a bandwidth
+    r"\b(?:[Oo]utput|[Tt]oken|[Dd]ecode|[Gg]eneration) throughput\b[^\n]{0,40}?\d[\d.]* ?(?:tok(?:en)?s?|req(?:uest)?s?)/s",
+    # (not nccl-tests' rows: a run that hangs at a larger size prints them too)
+    r"\bRPS \(request per second\)", r"\b(?:[Dd]ispatch|[Cc]ombine)(?: \+ combine)? bandwidth: [\d.]+ ?GB/s",  # DeepEP's tests
 )))
 
 # Failure evidence, whatever the line's level.

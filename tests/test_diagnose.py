@@ -1229,9 +1229,30 @@ V21S = [  # failure lines of the v21 tuning set the rules name
     "(APIServer pid=1) INFO 06-01 09:22:53 [api_server.py:596] Starting vLLM server on http://0.0.0.0:8000",
     "[2025-07-21 06:52:38.758084] I srv                     start: server is ready",  # llama.cpp's server
     "2023-12-27 03:35:12,616 xinference.api.restful_api 77236 INFO     Starting Xinference at endpoint: http://0.0.0.0:9997",
+    # ollama's runner answered
+    'time=2025-10-16T09:58:55.708-07:00 level=INFO source=server.go:1309 msg="llama runner started in 4.50 seconds"',
+    # llama.cpp's older server: a request answered, a slot done with its task
+    'INFO [log_server_request] request | tid="7736" timestamp=1726628484 remote_addr="127.0.0.1" remote_port=2469 '
+    'status=200 method="POST" path="/v1/chat/completions" params={}',
+    'INFO [release] slot released | tid="19948" timestamp=1726628486 id_slot=0 id_task=1 n_past=1303 truncated=false',
+    # a benchmark's figures (SGLang's bench scripts, lmdeploy's profiler, DeepEP's tests)
+    "Output throughput: 786.992 token/s",
+    "token throughput (completion token): 705.288 token/s",
+    "RPS (request per second): 3.085 req/s",
+    "[rank 3] Dispatch + combine bandwidth: 42.23 GB/s, avg_t=522.08 us, min_t=518.37 us, max_t=529.86 us",
 ])
 def test_more_engines_ready_lines_are_health(line):
     assert diagnose.classify(line + "\n", CATALOG).verdict == "clean"
+    # and a failure after them still fails the log
+    crashed = line + "\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert diagnose.classify(crashed, CATALOG).failed
+
+
+def test_a_bandwidth_nobody_benchmarked_and_nccl_tests_rows_are_no_health():
+    # a system report's bandwidth, and nccl-tests' rows (a run that hangs at a larger size prints them too)
+    for line in ("PCIe bandwidth: 5 GB/s",
+                 "       65536         16384     float     sum      -1    67.93    0.96    0.96      0    64.71    1.01    1.01      0"):
+        assert diagnose.classify(line + "\n", CATALOG).verdict == "incomplete", line
 
 
 def test_a_glog_record_without_its_level_letter_is_read():
