@@ -102,7 +102,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     hi = causal.end if causal is not None else n
     ev = [k for k in live if k < hi and k not in code and not frame_at[k]]
     if category is None:
-        plain = [k for k in ev if not _CAPTURE_WRAPPER.search(body_at(k))]
+        # (SGLang's hints under its capture wrapper, "disable cuda graph by --disable-cuda-graph",
+        # are the wrapper's words too)
+        hints = wrapper_cat is not None or any(_CAPTURE_WRAPPER.search(body_at(k)) for k in ev)
+        plain = [k for k in ev if not _CAPTURE_WRAPPER.search(body_at(k)) and not (hints and _CAPTURE_HINT.search(body_at(k)))]
         category, matched = _rule("\n".join(body_at(k) for k in plain))
         basis = "evidence" if category else None
         if category is None:
@@ -113,7 +116,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                 matched = body_at(wrapped[0]).strip()
                 category = _rule(_inner(matched) or "")[0]
                 basis = "evidence" if category else "location"
-                category = category or "cuda_graph_capture"
+                if category is None and _KERNEL_FAULT.search(matched):
+                    category, basis = "other", "exception"  # a kernel's fault struck while capturing: its bug
+                else:
+                    category = category or "cuda_graph_capture"
     if category == "arch_unsupported" and from_head and _raised_in_build(causal):
         # a build's own check of the archs it was asked to build for (TORCH_CUDA_ARCH_LIST, the
         # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
@@ -154,8 +160,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         for r in recs[recs.index(causal) + 1:]:
             if r.link is None:
                 break
-            if _CAPTURE_WRAPPER.search(r.head):
+            if _CAPTURE_WRAPPER.search(r.head) and not _KERNEL_FAULT.search(causal.head):
                 wrapper_cat = "cuda_graph_capture"
+    if category is None and wrapper_cat and causal is not None and _KERNEL_FAULT.search(_inner(causal.head) or ""):
+        # a kernel's fault the capture wrapper quotes: the bug of the kernel that ran, wherever it struck
+        category, basis = "other", "exception"
     named = category is not None  # by the exception's own words or the evidence, not by where it struck
     if category is None and wrapper_cat:
         category, basis = wrapper_cat, "location"
@@ -254,6 +263,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                      known, phase, basis=basis or "none")
 
 
+_CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --mem-fraction-static to a smaller value|"
+                           r"disable torch compile by not using --enable-torch-compile")
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")

@@ -217,6 +217,9 @@ _FAIL = re.compile("|".join((
     r"terminate called after throwing", r"Segmentation fault", r"core dumped", r"Fatal Python error",
     r"\bNCCL WARN\b", r"NCCL error\b", r"\bnccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage|InvalidArgument|RemoteError)\b",
     r"DistBackendError", r"\bGot completion from peer\b.*\b(?:status=[1-9]|error [1-9])|\bvendor err \d+",
+    r"\bgot completion with error\b",  # an RDMA work request that failed (mlx5)
+    r"^GGML_ASSERT: \S+:\d+: |\bGGML_ASSERT\(.*\) failed",  # ggml's abort
+    r"^[A-Z][A-Z0-9]\d{4}: \[PID: ?\d+\]",  # CANN's (Ascend) error codes: "E90003: [PID: 9038] ... Compile operator failed"
     r"^\s*what\(\):\s+\S",  # the message of a C++ exception, after 'terminate called after throwing'
     r"Process group watchdog thread terminated",
     r"Watchdog caught collective operation timeout", r"\bibv_\w+ failed\b", r"qp creation failed", r"non-zero status: -?\d+",

@@ -58,7 +58,10 @@ _RULE_SRC = (
                  r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     ("port_in_use", r"address already in use|couldn't bind (?:HTTP server )?socket|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
-                    r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)"),
+                    r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)|"
+                    # HCCL (Ascend): "The IP address and port have been bound already", "... port[16666] fail. Please
+                    # check the port status and whether the port is being used by other process"
+                    r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process"),
     ("dynamo_unsupported", r"torch\._dynamo\.exc\.(?:Unsupported|UserError)\b|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
     # SGLang's piecewise graph meeting a Dynamo recompilation at run time (its capture stream is
@@ -88,6 +91,10 @@ _RULE_SRC = (
     # for (flashinfer/comm/vllm_custom_all_reduce.cuh); not an arch check's "#error ... sm_90"
     ("flashinfer_jit", r"^(?!.*(?:\bsm_?\d|\barch|capabilit))" + _NOT_SOURCE_BUILD +
                        r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: "),
+    # a build that cannot run its compiler, or find an installation it compiles against ("Could not
+    # find NVSHMEM installation" from TVM's nvcc wrapper): the build, whatever the library's name
+    ("flashinfer_jit", r"No such file or directory: '(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|hipcc)'|"
+                       r"\bCould not find (?:the )?[\w-]+ installation\b"),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
@@ -145,6 +152,9 @@ _RULE_SRC = (
                          r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b|"
                          # TensorRT's builder: "Target GPU SM 70 is not supported by this TensorRT release"
                          r"\bGPU SM ?\d+ is not supported\b|"
+                         # a data type the device's operators lack (Ascend 910A: "bfloat16 of tbe.dsl.transdata is not supported";
+                         # not "bfloat16 is not supported for quantization method awq", a refused setting)
+                         r"\b(?:bfloat16|bf16) of [\w.]+ is not supported\b|"
                          # Triton's launcher: the kernel wants more shared memory than this GPU has
                          r"OutOfResources\([^)]*shared memory|"
                          # ggml: "CUDA kernel mul_mat_q has no device code compatible with CUDA arch 520"
@@ -182,7 +192,7 @@ _RULE_SRC = (
     # c10d watchdog that reports a collective's CUDA error, a CUDA error raised by the host code of
     # a communication library (not by one of its compute kernels under kernels/)
     ("nccl_comm", r"\bIB (?:transport|device|port|HCA|NIC)s?\b|InfiniBand|\bRDMA\b|\bibverbs\b|\bNET/IB\w*\b|"
-                  r"Got completion from peer|\bvendor err \d+|Process group watchdog|"
+                  r"Got completion from peer|\bvendor err \d+|Process group watchdog|\bgot completion with error\b|"
                   r"(?:CUDA error|Cuda failure):? (?![^\s']*/kernels/)[^\s']*(?:DeepEP|deep_ep|mscclpp|nvshmem|/nccl)|"
                   # ... or by a kernel that moves data between GPUs (intra-/inter-node dispatch and combine)
                   r"(?:CUDA error|Cuda failure|Assertion failed):? [^\s']*/(?:intra|inter)node\w*\.cu\b"),
@@ -190,7 +200,7 @@ _RULE_SRC = (
     ("cuda_graph_capture", r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed|"
                            r"graph capture|cudagraph|capture_end"),
     ("startup_hang", r"[Ww]atchdog timeout|Failed to wait for (?:all )?[\w ]{1,30} to be ready|(?:never|did not|didn't) become ready\b|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
-                     r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock|\bTimeoutError\b|"
+                     r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock(?! in distributed execution)|\bTimeoutError\b|"
                      # a request of the start-up (the warm-up's) that got no answer in its time
                      r"\bRead timed out\. \(read timeout=\d+"),
 )
@@ -210,7 +220,8 @@ _WRAPPER = re.compile(
     r"Initialization failed\. warmup error|Error when initializing model|Received sigquit|scheduler is dead|"
     r"got fatal signal from worker|Got fatal signal|Worker proc \S+ died|Exception in \w+:?$|"
     r"^Error: \w+$|Some NCCL operations have failed or timed out|we are taking the entire process down|"
-    r"encountered an error\.?$|Shard complete standard error output", re.I)
+    r"encountered an error\.?$|Shard complete standard error output|Error executing method \w+\. This might cause deadlock|"
+    r"The Inner error is reported as above", re.I)
 # Wrappers that quote the cause: the quoted text is classified (and reported) first.
 _INNER = [re.compile(p) for p in (
     r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed:?\s*(?P<inner>.+)",
@@ -318,7 +329,7 @@ _VOCAB_SRC = {
                          r"(?<![\w.])arch(?:itecture)?s?\b(?!\.)"),
     "dynamo_other": (r"\b_?dynamo\b|Dynamo", r"\b_?inductor\b|Inductor", r"torch\.compile|\btorch_compile\b|compile_wrapper",
                      r"\bFX graph\b|\bfx graph\b|\bgraph break"),
-    "startup_hang": (r"\btimed? ?out\b|\btimeout\b", r"\bhang(?:s|ing)?\b|\bhung\b|\bstuck\b|\bdeadlock", r"\bwaiting for\b"),
+    "startup_hang": (r"\btimed? ?out\b|\btimeout\b", r"\bhang(?:s|ing)?\b|\bhung\b|\bstuck\b|\bdeadlock(?! in distributed execution)", r"\bwaiting for\b"),
 }
 _VOCAB = {c: [(re.compile(p[0] if isinstance(p, tuple) else p, re.I if c != "flashinfer_jit" else 0),
                  p[1] if isinstance(p, tuple) else 1.0) for p in ps] for c, ps in _VOCAB_SRC.items()}

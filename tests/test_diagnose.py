@@ -1559,9 +1559,78 @@ def test_systemds_word_on_a_service_that_stopped_cleanly_is_no_failure():
     assert not diagnose.classify(log, CATALOG).failed
 
 
+
+V27S = [  # failure lines of the v27 tuning set the rules name
+    # HCCL (Ascend's NCCL) finding its port taken, in its two wordings
+    ("[rank0]: RuntimeError: createHCCLComm:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:1479 HCCL function error: "
+     "HcclGetRootInfo(&hcclID), error code is 11\n"
+     "[rank0]: [ERROR] 2025-03-26-17:01:03 (PID:159, Device:0, RankID:-1) ERR02200 DIST call hccl api failed.\n"
+     "[rank0]: EJ0003: [PID: 159] 2025-03-26-17:01:02.816.428 Failed to bind the IP port. Reason: The IP address and "
+     "port have been bound already.\n", "port_in_use"),
+    ("[ERROR] HCCL(60570,):2025-12-04-14:46:07.911.312 [hccl_socket.cc:106] [60570][HcclSocket][Listen] socket type[0], "
+     "listen on ip[192.2.2.195] and specific port[16666] fail. Please check the port status and whether the port is "
+     "being used by other process.\n"
+     "[ERROR] HCCL(60570,):2025-12-04-14:46:07.911.325 [hccl_comm.cc:115] [60570][HcclComm][Init]errNo[0x0000000005000007] "
+     "hccl initialize failed\n", "port_in_use"),
+    # a build that cannot run its compiler, or find an installation it compiles against
+    ('  File "/env/lib/python3.11/site-packages/tvm/contrib/nvcc.py", line 120, in compile_cuda\n'
+     "    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)\n"
+     "FileNotFoundError: [Errno 2] No such file or directory: 'nvcc'\n", "flashinfer_jit"),
+    ('  File "/env/lib/python3.11/site-packages/tvm/contrib/nvcc.py", line 308, in find_nvshmem_paths\n'
+     '    raise RuntimeError("\\n".join(error_message))\n'
+     "RuntimeError: Error: Could not find NVSHMEM installation.\nSearched in the following locations:\n  - /usr/local/cuda\n",
+     "flashinfer_jit"),
+    # an RDMA work request that failed (mlx5), the last line of an RL job's log
+    ("(LLMRayActor pid=90621) update weight: model.embed_tokens.weight, dtype: torch.bfloat16\n"
+     "(LLMRayActor pid=90738, ip=172.19.24.110) mlx5: host_unknown: got completion with error:\n", "nccl_comm"),
+    # torch_npu's "The Inner error is reported as above" wraps the CANN error codes printed with it
+    ("[rank0]: RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the "
+     "current working operator name is Identity.\n"
+     "[rank0]: [ERROR] 2025-09-28-03:43:47 (PID:9038, Device:0, RankID:-1) ERR00100 PTA call acl api failed.\n"
+     "[rank0]: E90003: [PID: 9038] 2025-09-28-03:43:47.761.546 Compile operator failed, cause: Template constraint, "
+     "detailed information: bfloat16 of tbe.dsl.transdata is not supported.\n", "arch_unsupported"),
+    # a kernel's fault quoted by SGLang's capture wrapper (with its hints) is the kernel's bug
+    ('  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 267, in __init__\n'
+     "    raise Exception(\n"
+     "Exception: Capture cuda graph failed: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+     "Possible solutions:\n1. disable cuda graph by --disable-cuda-graph\n2. set --mem-fraction-static to a smaller value\n",
+     "other"),
+    # ggml's abort in its older format is a failure (no category of its own)
+    ("./llama-server -ngl 99 -m models/phi-3.gguf\n...\nGGML_ASSERT: ggml/src/ggml-cuda.cu:1257: to_fp32_cuda != nullptr\n"
+     "[New LWP 934430]\n", "other", "inferred"),
+]
+
+
+def test_a_workers_method_error_is_a_wrapper_and_no_hang():
+    """vLLM's (and its forks') "Error executing method load_model. This might cause deadlock in
+    distributed execution." says a worker's call failed; the deadlock is a caution, not a stall."""
+    log = ("(RayWorker pid=34320) ERROR:    Error executing method load_model. This might cause deadlock in distributed "
+           "execution.\n[rank0]: Traceback (most recent call last):\n"
+           '[rank0]:   File "/env/lib/python3.11/site-packages/aphrodite/endpoints/openai/api_server.py", line 519, in run_server\n'
+           "[rank0]:     engine = AsyncAphrodite.from_engine_args(engine_args)\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category != "startup_hang", d.render()
+    # a real stall still is one
+    d = diagnose.classify("ERROR: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600000 ms\n"
+                          "a deadlock in the process group\n", CATALOG)
+    assert d.failed
+
+
+def test_a_capture_failure_around_no_kernel_fault_stays_a_capture_failure():
+    log = ("Exception: Capture cuda graph failed: RuntimeError: some op is not capturable\n"
+           "Possible solutions:\n1. disable cuda graph by --disable-cuda-graph\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "cuda_graph_capture", d.render()
+
+
+def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
+    log = "ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: [torch.float16]\n"
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category != "arch_unsupported", d.render()
+
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

@@ -5,7 +5,7 @@ threads, each labelled in a manifest (outcome failed|healthy|incomplete, categor
 
 v1 (tests/data/world/logs, manifest-*.jsonl): split.json split it by thread into "tune" and
 "test"; the rules were tuned on "tune", the frozen "test" part was scored once (30/44 = 68.2% right
-category on failed logs; docs/diagnosis.md keeps the record). That test set is spent: all of v1 is
+category on failed logs; docs/diagnosis-record.md keeps the record). That test set is spent: all of v1 is
 now a tuning set, and its figures here are a regression guard (at least what the rules reached).
 
 v2 (tests/data/world/v2): 80 logs from other threads, a frozen test set scored once (39/56 right
@@ -45,8 +45,10 @@ in none of v1-v22, scored once (36/51), a tuning set since. v24 (tests/data/worl
 from public sources in none of v1-v23, scored once (17/35), a tuning set since. v25
 (tests/data/world/v25): 77 logs from public sources in none of v1-v24, scored once (31/44), a
 tuning set since. v26 (tests/data/world/v26): 70 logs from public sources in none of v1-v25, scored
-once (30/41), the last set scored, tuned on since: test_frozen_v26_test_set prints its distance to
-the promise and fails below what the rules reached on it. Select it alone with -k frozen_v26.
+once (30/41), a tuning set since. v27 (tests/data/world/v27): 76 logs from public sources in none of
+v1-v26 (67 in its test split), scored once (23/38), the last set scored, tuned on since:
+test_frozen_v27_test_set prints its distance to the promise and fails below what the rules reached
+on it. Select it alone with -k frozen_v27.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -483,6 +485,13 @@ V24_FLOOR = {"right_category": 25, "failed": 35, "healthy_called_failed": 0, "in
 # docs/diagnosis.md) and is a tuning set since.
 V25_FLOOR = {"right_category": 38, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 16}
 
+
+# v26 was scored once as a frozen test set (2026-12-02, rules and model of words of commit d495a64,
+# before any of its logs was seen by them or by whoever tuned them: 30/41 right category, 0/16
+# healthy called failed, 12/13 incomplete right; 5 of its failures are labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V26_FLOOR = {"right_category": 35, "failed": 41, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 13}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -508,6 +517,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v23", "split-v23.json", V23_FLOOR, "36/51"),
     ("v24", "split-v24.json", V24_FLOOR, "17/35"),
     ("v25", "split-v25.json", V25_FLOOR, "31/44"),
+    ("v26", "split-v26.json", V26_FLOOR, "30/41"),
 ]
 
 
@@ -520,18 +530,19 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v26, the last set scored: once (2026-12-02, rules and model of words of commit d495a64, before
-# any of its logs was seen by them or by whoever tuned them: 30/41 right category, 0/16 healthy
-# called failed, 12/13 incomplete right; 5 of its failures are labelled from their threads, their
+# v27, the last set scored: once (2026-12-03, rules and model of words of commit 84fbadd, before
+# any of its logs was seen by them or by whoever tuned them: 23/38 right category, 0/14 healthy
+# called failed, 15/15 incomplete right; 7 of its failures are labelled from their threads, their
 # cause not in the excerpt; an independent reader's labels from the text alone, taken before the
-# scoring, are in blind-labels.jsonl; docs/diagnosis.md), then tuned on (the rules, and the model of
+# scoring, are in blind-labels.jsonl; nine logs committed to repositories an earlier set drew on are
+# set aside in split-v27.json; docs/diagnosis-record.md), then tuned on (the rules, and the model of
 # words retrained with it). These are the figures they reached on it; they may only rise.
-V26 = WORLD / "v26"
-V26_FLOOR = {"right_category": 35, "failed": 41, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 13}
+V27 = WORLD / "v27"
+V27_FLOOR = {"right_category": 36, "failed": 38, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 15}
 
 
-def test_frozen_v26_test_set(request):
-    """v26, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V26, "split-v26.json"))
-    _keep(request, "v26", result)
-    _at_least(result, V26_FLOOR, "v26 (frozen score once: 30/41; tuned on since)")
+def test_frozen_v27_test_set(request):
+    """v27, the last set scored: prints the distance to the promise; fails below the figures reached."""
+    result = score(frozen_items(V27, "split-v27.json"))
+    _keep(request, "v27", result)
+    _at_least(result, V27_FLOOR, "v27 (frozen score once: 23/38; tuned on since)")
