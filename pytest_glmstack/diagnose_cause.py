@@ -18,6 +18,9 @@ from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _REFUSAL_EXC, _SET
                              _inner, _native_crash_category, _refused_setting, _rule, _vocabulary, _vocabulary_category)
 
 
+_NCCL_CUDA_FAILURE = re.compile(r"unhandled cuda error|ncclUnhandledCudaError", re.I)
+_SHAPE_CHECK = re.compile(r"\bmust (?:be )?divisible by\b|\bis not divisible by\b|\bmust be a multiple of\b|\bis not a multiple of\b")
+_BARE_KILLED = re.compile(r"\s*Killed\s*$")
 _CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError)$")
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
 # A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher
@@ -78,6 +81,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # socket has failed to listen ...\n EADDRINUSE"): those lines are its message
         said = head if causal.msg.strip() or wrapper_cat else "\n".join([head, *causal.cont[:6]])
         told = "\n".join(c for c in causal.cont if not _is_benign(c))
+        if inner is None and _NCCL_CUDA_FAILURE.search(head):
+            # NCCL's "unhandled cuda error ... Last error: Cuda failure 'out of memory'": the CUDA
+            # call's failure it reports is the cause
+            inner = next((c.strip() for c in causal.cont if c.strip().startswith("Cuda failure")), None)
         for t in ([inner] if inner else []) + [said if not wrapper_cat else "", causal.nested or "",
                                                 told if not (wrapper_cat or abi) else ""]:
             category, matched = _rule(t)
@@ -101,6 +108,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     # output, NCCL WARN lines, C++ error prints) or, without a Python exception, all of it.
     hi = causal.end if causal is not None else n
     ev = [k for k in live if k < hi and k not in code and not frame_at[k]]
+    # SGLang kills its own process tree after "Received sigquit from a child process": the shell's
+    # "Killed" under it is that kill, no out-of-memory kill
+    ev = [k for k in ev if not (_BARE_KILLED.match(body_at(k)) and
+                                any("Received sigquit" in body_at(j) for j in range(max(0, k - 4), k)))]
     if category is None:
         # (SGLang's hints under its capture wrapper, "disable cuda graph by --disable-cuda-graph",
         # are the wrapper's words too)
@@ -139,8 +150,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             category, _ = _rule(r.raise_src)
         if category is None and r.raise_src and _ARCH_ASSERT.search(r.raise_src):
             category = "arch_unsupported"  # an assert on the GPU's generation ("assert is_sm90_supported()")
-        if category is None and r.raise_src and re.match(r"\s*assert\b", r.raise_src) and _SETTING.search(r.raise_src):
-            category = "bad_flag"  # an assert on a setting: "assert self.total_num_heads % tp_size == 0"
+        if category is None and r.raise_src and re.match(r"\s*assert\b", r.raise_src) and (
+                _SETTING.search(r.raise_src) or re.match(r"\s*assert\s+(?:not\s+)?\(?\s*args\.\w", r.raise_src)):
+            category = "bad_flag"  # an assert on a setting: "assert self.total_num_heads % tp_size == 0", "assert args.seq_length"
         if category is not None and basis is None:
             basis = "raise"
     if category is None and truncated is not None:
@@ -225,6 +237,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                 lines[k].body.strip() != _TB_START + ":":
             evidence.append(line)
 
+    if category is None and any(_SHAPE_CHECK.search(t) and not _SETTING.search(t)
+                                for t in ([causal.head] if causal is not None else []) + [body_at(k) for k in ev]):
+        # a check of a tensor's shape ("size_k must divisible by BLOCK_SIZE_K") that names no
+        # setting: the model's or kernel's sizes, wherever it struck (a capture runs the kernels too)
+        category, basis = "other", "exception"
     ruled_other = category == "other"  # a rule that names a cause outside the categories
     if category is None and code_bug:
         # a programming error (TypeError, AttributeError, ...) names itself: a bug, whatever

@@ -62,6 +62,9 @@ _RULE_SRC = (
                     # HCCL (Ascend): "The IP address and port have been bound already", "... port[16666] fail. Please
                     # check the port status and whether the port is being used by other process"
                     r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process"),
+    # binding an address that is not this machine's (a wrong host or IP): the configuration, no port
+    # taken (after port_in_use: a log with both has a port taken)
+    ("other", r"\bCannot assign requested address\b|\bEADDRNOTAVAIL\b"),
     ("dynamo_unsupported", r"torch\._dynamo\.exc\.(?:Unsupported|UserError)\b|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
     # SGLang's piecewise graph meeting a Dynamo recompilation at run time (its capture stream is
@@ -84,7 +87,7 @@ _RULE_SRC = (
                      r"recompile_limit|cache_size_limit|torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
     # NCCL's own report that an allocation failed: memory, not the network (the peers' "connection
     # closed by remote peer" that follows is the consequence)
-    ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|"
+    ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|^\s*Cuda failure 'out of memory'|"
             # NVSHMEM prints the CUDA driver's status: 2 is CUDA_ERROR_OUT_OF_MEMORY
             r"non-zero status: 2 cuMem(?:Create|Alloc\w*|Map)\b"),
     # a compiler's own diagnostic in a kernel source is a build failure, whatever the source is
@@ -106,7 +109,7 @@ _RULE_SRC = (
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
                   r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"
-                  r"DeepEP (?:\w+ ){0,2}timeout|uncorrectable NVLink|NVLink error|"
+                  r"DeepEP (?:\w+ ){0,2}timeout|uncorrectable NVLink|NVLink error|peer GPU memory over nvlink|"
                   # nccl-tests' data check: a collective returned wrong results
                   + _WRONG_DATA + r"|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
@@ -247,7 +250,7 @@ _REFUSAL = re.compile(
     r"\bdoes not support (?:the |this )?(?:\w+ )?(?:configuration|combination|option|mode|setting)|"
     r"\byou (?:have )?(?:explicitly )?(?:specified|set|passed|chose)\b|\bbut got\b|\bmutually exclusive\b|"
     r"\bplease (?:set|use|specify|pass|remove|disable|enable|increase|decrease|reduce|raise|lower)\b|\binvalid (?:value|choice|option|combination|setting)s?\b|"
-    r"\bdoes not support\b[^.\n]{0,80}\byet\b|\bnot a valid\b|\bexpected (?:one of\b|[\w-]+(?:, [\w-]+)+,? or [\w-]+)|\bcho(?:o)?se from\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
+    r"\bdoes not support\b[^.\n]{0,80}\byet\b|\bis (?:greater|larger|bigger|smaller|less) than the (?:derived|maximum|max|allowed|supported)\b|\bnot a valid\b|\bexpected (?:one of\b|[\w-]+(?:, [\w-]+)+,? or [\w-]+)|\bcho(?:o)?se from\b|\b(?:is|are) not (?:yet )?supported\b|\bunsupported (?:value|option|combination)\b|"
     # "Only {'a', 'b'} backends are supported ... Got attention_backend=c"
     r"\bonly\b[^.\n]{0,80}\b(?:is|are) (?:currently )?supported\b|\bgot [a-z]\w*=", re.I)
 _SETTING = re.compile(

@@ -1601,6 +1601,50 @@ V27S = [  # failure lines of the v27 tuning set the rules name
 ]
 
 
+V28S = [  # failure lines of the v28 tuning set the rules name
+    # NCCL's CUDA call that failed for want of memory: the memory, not the network
+    ("(VllmWorker rank=7 pid=240) torch.distributed.DistBackendError: NCCL error in: "
+     "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:133, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+     "details), NCCL version 2.21.5\n(VllmWorker rank=7 pid=240) ncclUnhandledCudaError: Call to CUDA function failed.\n"
+     "(VllmWorker rank=7 pid=240) Last error:\n(VllmWorker rank=7 pid=240) Cuda failure 'out of memory'\n", "oom"),
+    # a peer GPU's memory over NVLink
+    ("torch.AcceleratorError: CUDA error: Invalid access of peer GPU memory over nvlink or a hardware error\n", "nccl_comm"),
+    # a length larger than the model allows, refused by the engine's check
+    ("ValueError: User-specified max_model_len (4096) is greater than the derived max_model_len (seq_length=2048 or "
+     "model_max_length=None in model's config.json). This may lead to incorrect model outputs or CUDA errors.\n", "bad_flag"),
+    # an assert on the parsed arguments (Megatron's arguments.py)
+    ('  File "/workspace/megatron-lm/megatron/arguments.py", line 213, in parse_args\n'
+     "    assert args.encoder_seq_length is not None\nAssertionError\n", "bad_flag"),
+    # a shape check of a kernel that names no setting, though it struck while capturing
+    ("INFO 08-16 18:12:26 [model_runner.py:1513] Capturing cudagraphs for decoding.\n"
+     "ERROR 08-16 18:12:26 [engine.py:458] size_k must divisible by BLOCK_SIZE_K\n", "other"),
+    # binding an address that is not this machine's: no port taken
+    ('  File "zmq/sugar/socket.py", line 320, in bind\n'
+     "zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.128.1.2:41257')\n", "other"),
+]
+
+
+def test_a_failure_in_loading_is_not_survived_by_a_progress_bar_at_zero():
+    """A rank that failed while loading weights may print the loader's bar at 0% as it dies: no
+    stage was reached after the failure."""
+    log = ('  File "/env/sglang/srt/models/qwen2.py", line 353, in load_weights\n    param = params_dict[name]\n'
+           "KeyError: 'layers.0.self_attn.qkv_proj.weight'\n\n"
+           "Loading pt checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    # the bar going on past 0% is a stage reached: that failure was survived
+    assert not diagnose.classify(log + "Loading pt checkpoint shards: 100% Completed | 1/1 [00:05<00:00, 5.0s/it]\n",
+                                 CATALOG).failed
+
+
+def test_sglangs_own_kill_after_a_childs_failure_is_no_oom_kill():
+    log = ("[2025-03-09 00:57:15 TP0] Watchdog timeout (self.watchdog_timeout=300)\n"
+           "[2025-03-09 00:57:20] Received sigquit from a child proces. It usually means the child failed.\nKilled\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category != "oom", d.render()
+    assert diagnose.classify("Loading weights\nKilled\n", CATALOG).category == "oom"
+
+
 def test_a_workers_method_error_is_a_wrapper_and_no_hang():
     """vLLM's (and its forks') "Error executing method load_model. This might cause deadlock in
     distributed execution." says a worker's call failed; the deadlock is a caution, not a stall."""
@@ -1630,7 +1674,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
