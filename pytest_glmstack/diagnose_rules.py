@@ -51,7 +51,8 @@ _RULE_SRC = (
               r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
     ("bad_flag", r"^error: invalid argument: -|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
-                 r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
+                 r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|"
+                 r"number of required GPUs exceeds the (?:total )?number of available GPUs|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
@@ -59,6 +60,8 @@ _RULE_SRC = (
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     ("port_in_use", r"address already in use|couldn't bind (?:HTTP server )?socket|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
                     r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)|"
+                    # a Go server's listener (LocalAI, ollama): "failed to listen: listen tcp4 0.0.0.0:8080: bind: ..."
+                    r"\bfailed to listen: listen tcp[46]? |"
                     # HCCL (Ascend): "The IP address and port have been bound already", "... port[16666] fail. Please
                     # check the port status and whether the port is being used by other process"
                     r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process"),
@@ -263,7 +266,7 @@ _SETTING = re.compile(
     r"input[-_](?:length|tokens)|batch[-_]\w+|prefill[-_]tokens)\b|\bcontext[-_]length\b|\bchunked[-_]prefill\w*|"
     r"\benforce[-_]eager\b|\bmem[-_]fraction\w*|\bgpu[-_]memory[-_]utilization\b|\bkv[-_]cache[-_]dtype\b|"
     r"\b(?:enable|disable)[-_][a-z][\w-]+|\bdeterministic (?:inference|mode)\b|\btrust[-_]remote[-_]code\b|"
-    r"\bdeployment configuration\b|\bserved[-_]model[-_]name\b|\b(?:tensor|pipeline|data|expert) parallel(?:ism)?\b|"
+    r"\bdeployment configuration\b|\bsharded\b|\bspeculative decoding\b|\bserved[-_]model[-_]name\b|\b(?:tensor|pipeline|data|expert) parallel(?:ism)?\b|"
     # a named backend or a set of them: "only supported for TRTLLM backend", "Only {'triton', 'fa4'} backends"
     r"\b[A-Za-z][\w-]* backends?\b|\}\s*backends?\b")
 

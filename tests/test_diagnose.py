@@ -1624,6 +1624,23 @@ V28S = [  # failure lines of the v28 tuning set the rules name
 ]
 
 
+V29S = [  # failure lines of the v29 tuning set the rules name
+    # Triton's OutOfResources (no "Error" in its name) is an exception line: the GPU's shared memory
+    ('    raise OutOfResources(self.metadata.shared, max_shared, "shared memory")\n'
+     "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536.\n"
+     "[2024-12-07 02:54:42 TP3] Scheduler hit an exception: Traceback (most recent call last):\n", "arch_unsupported"),
+    # settings refused: TGI's --sharded, a speculative decoding mode, more GPUs than the placement group has
+    ("NotImplementedError: sharded is not supported for this model\n", "bad_flag"),
+    ("NotImplementedError: DSpark speculative decoding requires the V2 GPU model runner.\n", "bad_flag"),
+    ("ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.\n",
+     "bad_flag"),
+    # a Go server's listener (LocalAI, ollama)
+    ('3:00PM FTL Error running the application error="failed to listen: listen tcp4 0.0.0.0:8080: bind: address '
+     'already in use"\n', "port_in_use"),
+    ('3:00PM FTL Error running the application error="failed to listen: listen tcp4 0.0.\n', "port_in_use"),
+]
+
+
 def test_a_failure_in_loading_is_not_survived_by_a_progress_bar_at_zero():
     """A rank that failed while loading weights may print the loader's bar at 0% as it dies: no
     stage was reached after the failure."""
@@ -1674,7 +1691,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
