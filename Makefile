@@ -21,8 +21,9 @@ run: setup
 
 test: setup test-serial test-xdist
 
+# (--durations: every run's log lists its slowest tests, where CI time goes)
 test-serial:
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
 
 # Tests that stop glmstack processes machine-wide (kill-orphans) run in the plain pass only:
 # beside a second worker they would, by design, stop its servers too. So do the self-contained
