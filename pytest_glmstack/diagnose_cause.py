@@ -11,7 +11,7 @@ import re
 from typing import Iterable
 
 from .diagnose_catalog import KnownIssue
-from .diagnose_log import (_CONFIG_DUMP, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
+from .diagnose_log import (_CONFIG_DUMP, _SHELL_KILLED, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
                            short_path)
 from .diagnose_result import Diagnosis
 from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _REFUSAL_EXC, _SETTING, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
@@ -20,7 +20,6 @@ from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _REFUSAL_EXC, _SET
 
 _NCCL_CUDA_FAILURE = re.compile(r"unhandled cuda error|ncclUnhandledCudaError", re.I)
 _SHAPE_CHECK = re.compile(r"\bmust (?:be )?divisible by\b|\bis not divisible by\b|\bmust be a multiple of\b|\bis not a multiple of\b")
-_BARE_KILLED = re.compile(r"\s*Killed\s*$")
 _CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError)$")
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
 # A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher
@@ -110,7 +109,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
     ev = [k for k in live if k < hi and k not in code and not frame_at[k]]
     # SGLang kills its own process tree after "Received sigquit from a child process": the shell's
     # "Killed" under it is that kill, no out-of-memory kill
-    ev = [k for k in ev if not (_BARE_KILLED.match(body_at(k)) and
+    ev = [k for k in ev if not (_SHELL_KILLED.match(body_at(k)) and
                                 any("Received sigquit" in body_at(j) for j in range(max(0, k - 4), k)))]
     if category is None:
         # (SGLang's hints under its capture wrapper, "disable cuda graph by --disable-cuda-graph",
