@@ -28,9 +28,11 @@ test-serial:
 # Tests that stop glmstack processes machine-wide (kill-orphans) run in the plain pass only:
 # beside a second worker they would, by design, stop its servers too. So do the self-contained
 # ones (their own servers, pytest sessions or environments, some with -n of their own): the outer
-# workers change nothing in them, and the pass would only start the same servers again.
+# workers change nothing in them, and the pass would only start the same servers again. So do
+# throughput measurements: beside the other worker on two cores they measure that worker (a c4
+# median of 32.8 tok/s against a typical 1,020 failed its floor here); the plain pass measures.
 test-xdist:
-	$(PY) -m pytest -n 2 -m "not machine_wide and not self_contained" $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 -m "not machine_wide and not self_contained and not throughput" $(PYTEST_ARGS)
 
 bench: bench-lifecycle bench-throughput
 

@@ -18,6 +18,7 @@ MARKERS = {
     "fp4": "fp4: needs GPUs with FP4 tensor cores (Blackwell)",
     "nvlink": "nvlink: needs GPUs connected pairwise through NVLink",
     "probes": "probes: a stack probe (torch.compile / CUDA graph / FlashInfer check in a fresh process)",
+    "throughput": "throughput: a throughput measurement of a matrix entry (set by the plugin)",
 }
 ARCH_MARKERS = ("sm90", "sm100", "sm120", "hopper", "blackwell")
 HARDWARE_MARKERS = frozenset(("gpus", "gpu_memory", "arch", "fp4", "nvlink") + ARCH_MARKERS)
@@ -78,7 +79,9 @@ def generate(metafunc, session):
                         "no matrix entry has 'expect: capture:' or 'clean_compile: true'", "no-capture")
     if "glmstack_concurrency" in metafunc.fixturenames:
         pairs = [(e, lv.concurrency) for e in entries if e.expect.throughput for lv in e.expect.throughput.levels]
-        params = [pytest.param(e, c, id=f"{e.id}/c{c}", marks=entry_marks(e)) for e, c in pairs] or [
+        # Own marker: a measurement wants the host to itself (`-m "not throughput"` beside -n N).
+        params = [pytest.param(e, c, id=f"{e.id}/c{c}", marks=entry_marks(e) + [pytest.mark.throughput])
+                  for e, c in pairs] or [
             pytest.param(None, 0, marks=pytest.mark.skip(reason="no matrix entry has 'expect: throughput:'"),
                          id="no-throughput")]
         metafunc.parametrize(["glmstack_entry", "glmstack_concurrency"], params,

@@ -132,6 +132,31 @@ def test_ids_read_like_matrix_slash_entry(pytester):
     result.stdout.fnmatch_lines(["*test_entry[[]bw/base[]]*", "*test_entry[[]tiny/a[]]*"])
 
 
+THROUGHPUT = """
+name: tp
+defaults:
+  model: builtin:tiny-llama
+entries:
+  - id: a
+    args: ["--device", "cpu"]
+    expect:
+      throughput:
+        levels: [{concurrency: 1}, {concurrency: 4}]
+"""
+
+
+def test_throughput_tests_carry_their_marker(pytester):
+    """`-m "not throughput"` keeps a measurement out of a pass beside other workers, and leaves
+    the entry's other tests."""
+    write_matrix(pytester, "tp.yaml", THROUGHPUT)
+    pytester.makepyfile("from pytest_glmstack.suite import test_launch, test_throughput")
+    result = pytester.runpytest("--glmstack-matrix", "matrix", "--co", "-q", "-m", "throughput")
+    result.stdout.fnmatch_lines(["*test_throughput[[]tp/a/c1[]]*", "*test_throughput[[]tp/a/c4[]]*",
+                                 "*2/3 tests collected (1 deselected)*"])
+    result = pytester.runpytest("--glmstack-matrix", "matrix", "--co", "-q", "-m", "not throughput")
+    result.stdout.fnmatch_lines(["*test_launch[[]tp/a[]]*", "*1/3 tests collected (2 deselected)*"])
+
+
 def test_ini_key_selects_matrix(pytester):
     write_matrix(pytester, "m.yaml", ONE_ENTRY)
     pytester.makeini("[pytest]\nglmstack_matrix = matrix/*.yaml\n")
