@@ -268,6 +268,11 @@ _FAIL = re.compile("|".join((
     r"\bCUDA runtime error\b", r"^\[TM\]\[(?:ERROR|FATAL)\]",  # lmdeploy's TurboMind engine
     # MPI launchers that could not start the job (Open MPI, PMI under Slurm)
     r"\bPMI2?_Init failed\b", r"was not built with SLURM's PMI support", r"An error occurred in MPI_\w+", r"MPI_ABORT was invoked",
+    r"\b(?:orte|ompi_mpi|opal|MPI)_init(?:_thread)? failed\b",  # Open MPI's runtime could not start
+    # a Ray job that failed, and Ray's memory monitor killing its tasks
+    r"^(?:.*\bERR\b.*)?Job '\S+' failed\b", r"\bJob entrypoint command failed with exit code [1-9]",
+    r"\bTask was killed due to the node running low on memory\b", r"\bray-oom-prevention\b",
+    r"\bwhich exceeds the memory usage threshold of [\d.]+\. Ray killed\b",
     r"\bNVRM: Xid\b",
     r"^\S+\.(?:cpp|cu|cc|c|h):\d+: NULL value\b",  # NVSHMEM's error macro for a call that returned nothing
     r"\bCUDNN_STATUS_(?!SUCCESS)\w+",

@@ -52,7 +52,10 @@ _RULE_SRC = (
     ("bad_flag", r"^error: invalid argument: -|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
                  r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|"
-                 r"number of required GPUs exceeds the (?:total )?number of available GPUs|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
+                 r"number of required GPUs exceeds the (?:total )?number of available GPUs|"
+                 # ranks launched (MPI's, torch's world) that do not match the parallel sizes asked for
+                 # (TensorRT-LLM: "Assertion failed: mpiSize == tp * pp")
+                 r"\b(?:mpi|world)_?size\s*(?:==|!=)\s*\(?\w*tp\w*\s*\*\s*\w*pp\b|\S+: (?:unrecognized option '-|invalid option -- '|option '-[^']*' requires an argument)|error: argument -{1,2}[\w-]+|error: the following arguments are required|"
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
@@ -107,7 +110,9 @@ _RULE_SRC = (
             r"max_total_num_tokens.*(?:too small|<=? ?0)|Available KV cache memory: -\d|\bOutOfMemory\b|lack of (?:CPU )?swap space|larger than the maximum number of tokens that can be stored in KV cache|"
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
-            r"CUDACachingAllocator|exit (?:code|status):? 137\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$|"
+            r"CUDACachingAllocator|exit (?:code|status):? 137\b|"
+            # Ray's memory monitor killing tasks for want of host memory
+            r"\bray-oom-prevention\b|\bnode running low on memory\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$|"
             + _MEMORY_KILL),
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
@@ -156,6 +161,9 @@ _RULE_SRC = (
                          r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu|"
                          # "Found Tesla P40 which is too old to be supported by the triton GPU compiler"
                          r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b|"
+                         # TensorRT's runtime: an engine built for another GPU ("The engine plan file is
+                         # generated on an incompatible device, expecting compute 8.0 got compute 8.9")
+                         r"\bplan file is generated on an incompatible device\b|\bexpecting compute \d+\.\d+ got compute \d+\.\d+|"
                          # TensorRT's builder: "Target GPU SM 70 is not supported by this TensorRT release"
                          r"\bGPU SM ?\d+ is not supported\b|"
                          # a data type the device's operators lack (Ascend 910A: "bfloat16 of tbe.dsl.transdata is not supported";
@@ -535,8 +543,9 @@ def _frame_category(exc: _Exc) -> str | None:
         return "bad_flag"  # ServerArgs refusing a combination of flags argparse accepted one by one
     if exc_name == "JSONDecodeError" and any(_ARGS_CODE.search(p) for p in paths):
         return "bad_flag"  # a JSON-valued flag that is not JSON
-    if re.search(r"torch/_(?:dynamo|inductor|functorch)/", real[-1]):
-        return "dynamo_other"  # raised inside torch.compile's own machinery
+    # raised inside torch.compile's own machinery, or in the code Inductor generated (its cache)
+    if re.search(r"torch/_(?:dynamo|inductor|functorch)/|/inductor_cache/|/torchinductor_[^/]+/|/torch_compile_cache/", real[-1]):
+        return "dynamo_other"
     if frames[-1].func == "bind" and re.search(r"zmq/|socket|asyncio/|uvicorn/|torch/distributed/", real[-1]):
         return "port_in_use"  # raised binding a socket (zmq, asyncio, c10d's store): the address is taken
     names = [f.func for f in frames + exc.user_frames] + [short_path(p) for p in paths]

@@ -1640,6 +1640,43 @@ V29S = [  # failure lines of the v29 tuning set the rules name
     ('3:00PM FTL Error running the application error="failed to listen: listen tcp4 0.0.\n', "port_in_use"),
 ]
 
+V30S = [  # failure lines of the v30 tuning set the rules name
+    # TensorRT-LLM: MPI ranks that do not match the parallel sizes asked for
+    ("E1114 09:30:00.910920 6946 model_lifecycle.cc:621] failed to load 'tensorrt_llm' version 1: Internal: unexpected "
+     "error when creating modelInstanceState: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp "
+     "(/app/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:80)\n", "bad_flag"),
+    # TensorRT: an engine built on another GPU
+    ("[TRT] [E] 6: The engine plan file is generated on an incompatible device, expecting compute 8.0 got compute 8.9, "
+     "please rebuild.\n[TRT] [E] 2: [runtime.cpp::deserializeCudaEngine::50] Error Code 2: Internal Error "
+     "(Assertion engine->deserialize(start, size, allocator, runtime) failed. )\n", "arch_unsupported"),
+    # Ray's job failed after its memory monitor killed tasks: host memory
+    ("2025-04-24 18:57:03,337 ERR cli.py:72 -- Job 'raysubmit_LKFSP4hfiq2xPuz6' failed\n"
+     "2025-04-24 18:57:03,337 INFO cli.py:86 -- Status message: Job entrypoint command failed with exit code 1\n"
+     "95412   14.05   ray::LLMRayActor\n"
+     "Refer to the documentation on how to address the out of memory issue: "
+     "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html.\n", "oom"),
+    # raised in the code Inductor generated (vLLM's torch_compile_cache): the compile
+    ('  File "/usr/local/lib/python3.10/dist-packages/torch/_inductor/output_code.py", line 466, in __call__\n'
+     "    return self.current_callable(inputs)\n"
+     '  File "/root/.cache/vllm/torch_compile_cache/ea2d23402a/rank_5_0/inductor_cache/bx/cbxnsx.py", line 370, in call\n'
+     "    arg0_1, arg1_1 = args\nValueError: too many values to unpack (expected 12)\n", "dynamo_other", "inferred"),
+]
+
+
+def test_failures_v30_taught_have_counter_cases():
+    """What v30 taught, and what it must not catch: a Ray job that succeeded, an MPI world that is
+    only reported, a ValueError raised in a model's own code."""
+    ok = "2025-04-24 18:57:03,337 SUCC cli.py:63 -- Job 'raysubmit_x' succeeded\n"
+    assert not diagnose.classify(ok, CATALOG).failed
+    assert not diagnose.classify("INFO: mpiSize = 2, tp = 2, pp = 1\n", CATALOG).failed
+    d = diagnose.classify('  File "/env/vllm/model_executor/models/llama.py", line 370, in forward\n'
+                          "    a, b = x\nValueError: too many values to unpack (expected 2)\n", CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    d = diagnose.classify("--------------------------------------------------------------------------\n"
+                          "It looks like orte_init failed for some reason; your parallel process is\n"
+                          "likely to abort.\n", CATALOG)
+    assert d.failed and d.category == "other", d.render()
+
 
 def test_a_failure_in_loading_is_not_survived_by_a_progress_bar_at_zero():
     """A rank that failed while loading weights may print the loader's bar at 0% as it dies: no
@@ -1691,7 +1728,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
