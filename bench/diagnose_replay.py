@@ -39,7 +39,7 @@ FROZEN = [("v3", "66a7dad", "25/44"), ("v4", "12bc88e", "18/24"), ("v5", "c37494
           ("v24", "84cdc28", "17/35"), ("v25", "aa15101", "31/44"),
           ("v26", "d495a64", "30/41"), ("v27", "84fbadd", "23/38"),
           ("v28", "57d8d5b", "30/43"), ("v29", "ece9440", "17/28"),
-          ("v30", "13641b9", "24/36")]
+          ("v30", "13641b9", "24/36"), ("v31", "9526ec1", "22/36")]
 
 # The same steps of the cause code in every version since v3, each marked with what it rests on.
 _STEPS = [

@@ -161,8 +161,8 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
             else:
                 stopping.add(k)
     if health:
-        # a request handler's error record (vLLM's serving_chat.py, a tool-call or reasoning
-        # parser), after the server first showed health, is that request's: the server lives on
+        # a request handler's error record (vLLM's serving_chat.py, its chat template, a tool-call
+        # or reasoning parser), after the server first showed health, is that request's: the server lives on
         rejected |= {k for k in fails if k > health[0] and _REQUEST_HANDLER.search(lines[k].raw)}
     sticky = [k for k in fails if _STICKY_FATAL.search(bodies[k])]
     ready_at = health[-1] if health else -1
@@ -252,7 +252,8 @@ _REJECTED_REQUEST = re.compile(r"^\s*(?:(?:[\w.]+\.)?(?:VLLMValidationError|Requ
                                # the OpenAI-style error a server answers a request with ("The model
                                # `x` does not exist." ... type='NotFoundError' param=None code=404)
                                r".*\btype='\w+' param=\S+ code=4\d\d\b)")
-_REQUEST_HANDLER = re.compile(r"\b(?:ERROR|WARNING) \d\d-\d\d [\d:.]+ \[(?:serving_\w+|\w*tool_parser\w*|\w*reasoning_parser\w*)\.py:\d+\]")
+# (chat_utils.py: vLLM applying a request's chat template)
+_REQUEST_HANDLER = re.compile(r"\b(?:ERROR|WARNING) \d\d-\d\d [\d:.]+ \[(?:serving_\w+|chat_utils|\w*tool_parser\w*|\w*reasoning_parser\w*)\.py:\d+\]")
 # The lines a server prints when a signal stops it on purpose (vLLM, TGI, uvicorn under a
 # supervisor), not SGLang's "Received sigquit" from a crashed child
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"

@@ -98,7 +98,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             for r in recs[recs.index(causal) + 1:]:
                 if r.link is None or r.name is None:
                     break
-                if not _WRAPPER.search(r.head):
+                # (a capture wrapper the cause was chained into is judged below, with the cause)
+                if not _WRAPPER.search(r.head) and not _CAPTURE_WRAPPER.search(r.head):
                     category, matched = _rule(r.head)
                     if category:
                         basis = "exception"
@@ -183,6 +184,10 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         if category is None:
             category = _frame_category(r)
             basis = "location" if category else None
+            if category == "cuda_graph_capture" and _KERNEL_FAULT.search(r.head):
+                # a kernel's fault (or a kernel without an instance for the shape) in the code a
+                # capture ran: that kernel's, as under the capture wrapper
+                category, basis = "other", "exception"
     # A programming error (TypeError, AttributeError, ...) in the code a capture ran is that code's
     # bug: the capture wrapper or the capture frames around it name where it struck, not why.
     code_bug = causal is not None and bool(_CODE_BUG.search(causal.name or ""))
@@ -256,6 +261,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         category, basis = "other", "none"
     if category == "startup_hang" and served:
         category = "other"  # a watchdog or timeout while serving: the start-up was over (the server was ready)
+    if category == "startup_hang" and any(_STALLED_IN_BUILD.search(ln.body) for ln in lines[start:]):
+        # a stall whose stack dump (py-spy's "func (path.py:N)") sits in a JIT build or its cache's lock
+        category, basis = "flashinfer_jit", "location"
     known = _known(catalog, lines, start, category)
     if category == "other" and known is not None and not ruled_other and known.category != "startup_hang":
         # the catalog knows more than the generic rules did (but a stall noted before a crash
@@ -284,6 +292,7 @@ _CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --me
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
+_STALLED_IN_BUILD = re.compile(r"^\s*\w+ \((?:flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|triton/runtime/build\.py)[^)]*:\d+\)")
 _BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
 
 

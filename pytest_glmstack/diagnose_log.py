@@ -160,8 +160,17 @@ def _split(text: str) -> list[_Line]:
                         break
                 else:
                     break
+            cell = _TABLE_MORE.match(body)
+            if cell and out and out[-1].body.startswith("|"):
+                # a table row's wrapped last cell (Triton's model table): the row's text goes on
+                prev = out[-1]
+                out[-1] = _Line(prev.raw, prev.body.rstrip(" |") + " " + cell["more"], prev.level)
             out.append(_Line(part.rstrip(), body, level))
     return out
+
+
+# A row of an ASCII table whose cells are empty but its last: the wrapped text of the row above
+_TABLE_MORE = re.compile(r"^\|(?:\s+\|)+\s*(?P<more>\S.*?)\s*\|\s*$")
 
 
 # A frame: Python's 'File "x.py", line 12, in f', or IPython's 'File /x.py:12, in C.f(self)'.
@@ -241,6 +250,8 @@ _FAIL = re.compile("|".join((
     _BIND_FAILED, r"errno: 98", r"Address already in use",
     r"[Ww]atchdog timeout", r"timed out after \d+", r"DistStoreError", r"^Killed\s*$", r"Bus error|Illegal instruction",
     r"\bpanicked at\b",  # a Rust panic (TGI's router and launcher)
+    r"^panic: \S",  # a Go panic (ollama's runner, LocalAI)
+    r"\bCould not initialize Tensile host\b",  # rocBLAS cannot start (no kernels for this GPU)
     r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)",  # clap's command-line errors
     r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?)",  # click's
     r"\bDeepEP\b[^\n]{0,60}\btimeout\b", r"\buncorrectable NVLink\b",
@@ -280,11 +291,12 @@ _FAIL = re.compile("|".join((
     # Dynamo giving up on a function that recompiled too often (logged as a warning)
     r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
+    r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b",  # ggml: "failed to allocate CUDA0 buffer of size ..."
     r"\bcollect2: error: ld returned \d+ exit status",  # a build's link step failed
     r"# GPU blocks: 0\b",  # vLLM found no memory for a single KV-cache block: it cannot serve
     r"Available KV cache memory: -\d",  # vLLM's profile left less than nothing for the KV cache
     r"^Unhandled exception caught in c10/util/AbortHandler\.h",  # torch's abort handler (Windows)
-    r"^error: invalid argument: -",  # llama.cpp's (and llamafile's) argument parser refusing an option
+    r"^error: invalid argument: \S",  # llama.cpp's (and llamafile's) argument parser refusing an argument
     # SGLang's token pool refusing an allocation (the scheduler raises right after it)
     r"Out of memory\. Try to lower your batch size",
     # UCX's signal handler (under NIXL, MPI, HPC-X): a native crash, whatever library it was in
@@ -347,6 +359,9 @@ _BENIGN = re.compile("|".join((
     r"\[Autotuner\]: Skipping tactic\b",
     # a walk over a package's modules that reports one it could not import, and goes on
     r"Unexpected error during package walk\b",
+    # Ray's list of what may have killed an actor ("Potential root causes: (1) The process is
+    # killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force ..."): guesses
+    r"\(1\) The process is killed by SIGKILL by OOM killer due to high memory usage\.",
 )))
 
 

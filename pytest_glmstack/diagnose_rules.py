@@ -32,8 +32,10 @@ _RULE_SRC = (
     # the disk (a cache, a home directory with a quota) is full: the machine, whoever reports it
     # (not NCCL's shared-memory segments: a container's /dev/shm too small is NCCL's setup)
     ("other", r"^(?!.*NCCL).*(?:\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded)"),
-    # the GPU is taken (exclusive compute mode, another process) or absent: the machine
-    ("other", r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable"),
+    # the GPU is taken (exclusive compute mode, another process) or absent: the machine ("invalid
+    # device ordinal": a GPU index this machine, or its CUDA_VISIBLE_DEVICES, does not have)
+    ("other", r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|"
+              r"\binvalid device ordinal\b|\bcudaErrorInvalidDevice\b"),
     # the driver is older than the CUDA runtime the program ships: the machine, not the program
     ("other", r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
               r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|NVIDIA driver on your system is too old|"
@@ -49,7 +51,7 @@ _RULE_SRC = (
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"
               r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
-    ("bad_flag", r"^error: invalid argument: -|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
+    ("bad_flag", r"^error: invalid argument: \S|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
                  r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|"
                  r"number of required GPUs exceeds the (?:total )?number of available GPUs|"
@@ -111,6 +113,8 @@ _RULE_SRC = (
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|"
+            # ggml (llama.cpp, ollama): "failed to allocate CUDA0 buffer of size ...", "unable to allocate CPU buffer"
+            r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b|"
             # Ray's memory monitor killing tasks for want of host memory
             r"\bray-oom-prevention\b|\bnode running low on memory\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$|"
             + _MEMORY_KILL),
@@ -173,8 +177,10 @@ _RULE_SRC = (
                          r"OutOfResources\([^)]*shared memory|"
                          # ggml: "CUDA kernel mul_mat_q has no device code compatible with CUDA arch 520"
                          r"has no device code compatible with CUDA arch|"
-                         # a kernel library's table of GPUs without this one (AITER: "Unknown GPU architecture: gfx1101")
-                         r"\bUnknown GPU architecture\b"),
+                         # a kernel library's table of GPUs without this one (AITER: "Unknown GPU architecture: gfx1101");
+                         # rocBLAS without kernels (Tensile's library) for this GPU's gfx target
+                         r"\bUnknown GPU architecture\b|\bCould not initialize Tensile host\b|"
+                         r"\bTensileLibrary\w*\.dat\b[^\n]*\bfor GPU arch\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
@@ -223,8 +229,10 @@ _RULES: list[tuple[str, re.Pattern]] = [
 ]
 # A kernel's fault (an illegal or misaligned address, a bad launch): a bug of the code that ran,
 # named "other" where no rule or evidence names the machinery (custom all-reduce, a capture) it was in.
+# (Also a kernel library without an instance for the model's shape: "failed to dispatch head_dim 96".)
 _KERNEL_FAULT = re.compile(r"an illegal memory access was encountered|cudaErrorIllegalAddress|misaligned address|"
-                           r"unspecified launch failure|an illegal instruction was encountered|CUDA error: invalid argument")
+                           r"unspecified launch failure|an illegal instruction was encountered|CUDA error: invalid argument|"
+                           r"\bfailed to dispatch (?:head_dim|head dim|page_size|group_size|\w+_size) \d+")
 _CAPTURE_WRAPPER = re.compile(r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed", re.I)
 # Exceptions and lines that only say that something else failed: never the cause.
 _WRAPPER = re.compile(

@@ -1662,6 +1662,83 @@ V30S = [  # failure lines of the v30 tuning set the rules name
      "    arg0_1, arg1_1 = args\nValueError: too many values to unpack (expected 12)\n", "dynamo_other", "inferred"),
 ]
 
+V31S = [  # failure lines of the v31 tuning set the rules name
+    # ggml (ollama's runner) cannot allocate its buffer, and Go panics
+    ("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 437944320\n"
+     "alloc_tensor_range: failed to allocate CPU buffer of size 437944320\n"
+     "llama_model_load: error loading model: unable to allocate CPU buffer\n"
+     "panic: unable to load model: D:\\Ollama_Models\\blobs\\sha256-ac9b\n\ngoroutine 40 [running]:\n", "oom"),
+    # rocBLAS without kernels for this GPU's gfx target
+    ("ollama[447]: rocBLAS error: Could not initialize Tensile host: No devices found\n"
+     'ollama[447]: time=2024-08-02T20:05:52.086+03:00 level=DEBUG source=server.go:424 msg="llama runner terminated" '
+     'error="signal: aborted (core dumped)"\n', "arch_unsupported"),
+    # llama.cpp's parser refusing a positional argument (a command line passed to it whole)
+    ("llama-server  | error: invalid argument: 0.0.0.0\nllama-server exited with code 1 (restarting)\n", "bad_flag"),
+    ("load_backend: loaded CPU backend from /app/libggml-cpu-skylakex.so\nerror: invalid argument: /bin/sh\n", "bad_flag"),
+    # a GPU index the machine does not have, raised where the distributed set-up selects it
+    ('  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 223, in init_torch_distributed\n'
+     "    torch.get_device_module(self.device).set_device(self.gpu_id)\n"
+     "RuntimeError: CUDA error: invalid device ordinal\n", "other"),
+    # a Triton model table whose status cell wraps onto the next row
+    ("| tensorrt_llm   | 1       | UNAVAILABLE: Internal: unexpected error when creating modelInstanceState: "
+     "[TensorRT-LLM][ERROR] Assertion failed:  |\n"
+     "|                |         | mpiSize == tp * pp (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:80) |\n",
+     "bad_flag"),
+    # a watchdog's stall whose py-spy dump sits in FlashInfer's JIT cache lock
+    ("[2025-04-03 20:06:34 DP0 TP0] Watchdog timeout (self.watchdog_timeout=300)\n"
+     'Thread 114787 (active): "MainThread"\n    acquire (filelock/_api.py:344)\n'
+     "    load_cuda_ops (flashinfer/jit/core.py:122)\n    get_cascade_module (flashinfer/cascade.py:37)\n",
+     "flashinfer_jit", "inferred"),
+]
+
+
+def test_failures_v31_taught_have_counter_cases():
+    """What v31 taught, and what it must not catch."""
+    # a kernel without an instance for the model's head_dim, under SGLang's capture wrapper: the kernel's
+    log = ('  File "/env/sglang/srt/layers/attention/flashinfer_backend.py", line 187, in init_forward_metadata_capture_cuda_graph\n'
+           "    self.indices_updater_decode.update(\n"
+           '  File "/env/flashinfer/decode.py", line 543, in plan\n    self._wrapper.plan(\n'
+           "RuntimeError: BatchDecodeWithPagedKVCachePyTorchWrapper::Plan failed to dispatch head_dim 96\n\n"
+           "During handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+           '  File "/env/sglang/srt/model_executor/cuda_graph_runner.py", line 164, in __init__\n    raise Exception(\n'
+           "Exception: Capture cuda graph failed: BatchDecodeWithPagedKVCachePyTorchWrapper::Plan failed to dispatch head_dim 96\n"
+           "Possible solutions:\n1. disable cuda graph by --disable-cuda-graph\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    # ... but the same wrapper around a capture-only error stays a capture failure
+    d = diagnose.classify(log.replace("failed to dispatch head_dim 96", "operation not permitted when stream is capturing"),
+                          CATALOG)
+    assert d.failed and d.category == "cuda_graph_capture", d.render()
+    # Ray's list of what may have killed an actor names no cause (its words may still lean)
+    d = diagnose.classify("ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.\n"
+                          "\tclass_name: RayWorkerVllm\n"
+                          "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR. "
+                          "Potential root causes: (1) The process is killed by SIGKILL by OOM killer due to high memory "
+                          "usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly.\n", CATALOG)
+    assert d.failed and d.confidence == "inferred", d.render()
+    # a request's chat template error on a vLLM server that was serving: that request's, the server lives on
+    ready = ("(APIServer pid=1) INFO 02-27 14:29:10 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+             "(APIServer pid=1) INFO:     Application startup complete.\n"
+             '(APIServer pid=1) INFO:     127.0.0.1:42364 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+    bad = ("(APIServer pid=1) ERROR 02-27 15:15:38 [chat_utils.py:1645] An error occurred in `transformers` while applying chat template\n"
+           "(APIServer pid=1) ERROR 02-27 15:15:38 [chat_utils.py:1645] Traceback (most recent call last):\n"
+           '(APIServer pid=1) ERROR 02-27 15:15:38 [chat_utils.py:1645]   File "/env/jinja2/environment.py", line 942, in handle_exception\n'
+           "(APIServer pid=1) ERROR 02-27 15:15:38 [chat_utils.py:1645] jinja2.exceptions.TemplateError: Conversation roles must alternate\n")
+    assert diagnose.classify(ready + bad, CATALOG).verdict == "clean"
+    assert diagnose.classify(bad, CATALOG).failed  # without health first it is what the log shows
+    # a table row that is not a wrapped cell, and an argument error of another program, are no refusal
+    assert not diagnose.classify("| preprocessing  | 1       | READY |\n|                |         |       |\n", CATALOG).failed
+
+
+@pytest.mark.parametrize("text, issue", [
+    (V30S[0][0], "trtllm-world-size-not-tp-times-pp"), (V30S[1][0], "tensorrt-engine-built-for-another-gpu"),
+    (V31S[1][0], "rocblas-no-tensile-kernels-for-gpu")])
+def test_known_issues_the_public_logs_taught(text, issue):
+    """The catalog entries v30 and v31 taught attach to their logs, with a workaround."""
+    d = diagnose.classify(text, CATALOG)
+    assert d.known_issue is not None and d.known_issue.id == issue, d.render()
+    assert d.known_issue.workaround and d.known_issue.links
+
 
 def test_failures_v30_taught_have_counter_cases():
     """What v30 taught, and what it must not catch: a Ray job that succeeded, an MPI world that is
@@ -1728,7 +1805,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

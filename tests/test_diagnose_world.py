@@ -50,8 +50,9 @@ v1-v26 (67 in its test split), scored once (23/38), a tuning set since. v28 (tes
 74 logs from public sources in none of v1-v27, scored once (30/43), a tuning set since. v29
 (tests/data/world/v29): 48 logs from public sources in none of v1-v28, scored once (17/28), a tuning
 set since. v30 (tests/data/world/v30): 60 logs from public sources in none of v1-v29, scored once
-(24/36), the last set scored, tuned on since: test_frozen_v30_test_set prints its distance to the
-promise and fails below what the rules reached on it. Select it alone with -k frozen_v30.
+(24/36), a tuning set since. v31 (tests/data/world/v31): 60 logs from public sources in none of
+v1-v30, scored once (22/36), the last set scored, tuned on since: test_frozen_v31_test_set prints its
+distance to the promise and fails below what the rules reached on it. Select it alone with -k frozen_v31.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -519,6 +520,12 @@ V28_FLOOR = {"right_category": 39, "failed": 43, "healthy_called_failed": 0, "in
 # blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
 V29_FLOOR = {"right_category": 23, "failed": 28, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
 
+# v30 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 13641b9,
+# before any of its logs was seen by them or by whoever tuned them: 24/36 right category, 0/12
+# healthy called failed, 12/12 incomplete right; 6 of its failures are labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V30_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -548,6 +555,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v27", "split-v27.json", V27_FLOOR, "23/38"),
     ("v28", "split-v28.json", V28_FLOOR, "30/43"),
     ("v29", "split-v29.json", V29_FLOOR, "17/28"),
+    ("v30", "split-v30.json", V30_FLOOR, "24/36"),
 ]
 
 
@@ -560,18 +568,18 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v30, the last set scored: once (2026-12-03, rules and model of words of commit 13641b9, before
-# any of its logs was seen by them or by whoever tuned them: 24/36 right category, 0/12 healthy
-# called failed, 12/12 incomplete right; 6 of its failures are labelled from their threads; an
+# v31, the last set scored: once (2026-12-03, rules and model of words of commit 9526ec1, before
+# any of its logs was seen by them or by whoever tuned them: 22/36 right category, 1/12 healthy
+# called failed, 12/12 incomplete right; 4 of its failures are labelled from their threads; an
 # independent reader's labels from the text alone, taken before the scoring, are in
-# blind-labels.jsonl; docs/diagnosis-record.md), then tuned on (the rules, and the model of words
-# retrained with it). These are the figures they reached on it; they may only rise.
-V30 = WORLD / "v30"
-V30_FLOOR = {"right_category": 31, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+# blind-labels.jsonl; docs/diagnosis-record.md), then tuned on (the rules; the model of words is
+# still the one trained through v30). These are the figures they reached on it; they may only rise.
+V31 = WORLD / "v31"
+V31_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
 
 
-def test_frozen_v30_test_set(request):
-    """v30, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V30, "split-v30.json"))
-    _keep(request, "v30", result)
-    _at_least(result, V30_FLOOR, "v30 (frozen score once: 24/36; tuned on since)")
+def test_frozen_v31_test_set(request):
+    """v31, the last set scored: prints the distance to the promise; fails below the figures reached."""
+    result = score(frozen_items(V31, "split-v31.json"))
+    _keep(request, "v31", result)
+    _at_least(result, V31_FLOOR, "v31 (frozen score once: 22/36; tuned on since)")
