@@ -41,7 +41,9 @@ from .diagnose_rules import _HANG_NOTE, _clean_summary, _recovered
 
 VERDICTS = ("clean", "failed", "incomplete")
 
-_NO_PROGRESS = re.compile(r"(?<![\d.])0% Completed\b|:\s+0%\|[^|\n]*\|\s*0/\d+\b")
+_NO_PROGRESS = re.compile(r"(?<![\d.])0% Completed\b|:\s+0%\|[^|\n]*\|\s*0/\d+\b|"
+                          # Ray's count of lines its workers printed earlier: no stage reached now
+                          r"\[repeated \d+x across cluster\]")
 _STICKY_FATAL = re.compile(_BIND_FAILED + r"|errno: 98 - Address already in use")
 # Lines that mean the server is going down, even while its launcher process lives on (the
 # launcher's log watcher stops waiting at the first of them).
@@ -171,7 +173,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     before = [-1] * (n + 1)  # highest stage reached before line k
     after = [-1] * (n + 1)  # highest stage reached after line k
     # (a progress bar at its start, "0% Completed | 0/1", shows no stage reached: the rank that
-    # failed in loading may print it as it dies)
+    # failed in loading may print it as it dies; nor does Ray's replay of earlier lines)
     stage_at = {j: st for j, st, _ in phases if st is not None and not _NO_PROGRESS.search(bodies[j])}
     for k in range(n):
         before[k + 1] = max(before[k], stage_at.get(k, -1))

@@ -84,6 +84,12 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             # NCCL's "unhandled cuda error ... Last error: Cuda failure 'out of memory'": the CUDA
             # call's failure it reports is the cause
             inner = next((c.strip() for c in causal.cont if c.strip().startswith("Cuda failure")), None)
+            if inner is None:
+                # ... or, where it quotes none, a kernel's fault another rank or NCCL's watchdog
+                # reported (an illegal memory access): NCCL only met the sticky CUDA error
+                inner = next((m.group(0) for ln in lines[causal.idx:] for m in [_KERNEL_FAULT.search(ln.body)]
+                              if m and m.group(0) in ("an illegal memory access was encountered", "misaligned address",
+                                                      "cudaErrorIllegalAddress", "an illegal instruction was encountered")), None)
         for t in ([inner] if inner else []) + [said if not wrapper_cat else "", causal.nested or "",
                                                 told if not (wrapper_cat or abi) else ""]:
             category, matched = _rule(t)
@@ -346,7 +352,7 @@ def _known(catalog: Iterable[KnownIssue], lines: list[_Line], start: int, catego
     if not catalog:
         return None
     keep = [ln.body for ln in lines[start:] if not _CONFIG_DUMP.search(ln.raw) and len(ln.raw) < 4000
-            and not _is_benign_fatal(ln.raw)]
+            and not _is_benign_fatal(ln.raw) and ln.level not in (0, 1)]  # (nor INFO/DEBUG records: "[custom_all_reduce.py:216] Registering ...")
     searchable = "\n".join(keep)
     matches = [ki for ki in catalog if ki.matches(searchable)]
     return next((ki for ki in matches if ki.category == category), None if only or not matches else matches[0])

@@ -113,7 +113,9 @@ _PREFIXES = [re.compile(p) for p in (
 _INDENTED_PREFIX = re.compile(r"^ {1,3}(?=\([^()]*?pid=\d+|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d{4}-\d\d-\d\d[ T]|\[rank\d+\]:|"
                               + _LVL + r" \d\d-\d\d [\d:.]+ )")
 
-_GLUED = re.compile(r"\n|(?<=\S)(?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\] )")
+_GLUED = re.compile(r"\n|(?<=\S)(?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[^\]]*\] )|"
+                    # a vLLM worker's record glued to a progress bar: "...5.09it/s](Worker_TP1 pid=42) INFO 02-09 ..."
+                    r"(?<=\S)(?=\([\w-]+ pid=\d+\) (?:ERROR|WARNING|INFO|DEBUG|CRITICAL) \d\d-\d\d )")
 # A paste whose line breaks were lost: vLLM's records run on in one line ("... in get_response ERROR
 # 08-28 14:27:49 [core.py:632] raise RuntimeError( ERROR 08-28 ..."). Split only a line holding two
 # or more (one after a process tag, "(APIServer pid=1) ERROR ...", is a record of its own).
@@ -192,7 +194,6 @@ _HEALTH = re.compile("|".join((
     r"Application startup complete",
     r"Uvicorn running on",
     r"Route: /\S+, Methods:",
-    r"init engine \(profile, create kv cache, warmup model\) took",
     # TGI: the router's lines, not a shard's "Shard ready" (the other shards may never be ready)
     r"^Connected\s*$", r"Invalid hostname, defaulting to 0\.0\.0\.0",
     r"\b(?:Decode|Prefill) batch\b.*#running-req",
@@ -448,6 +449,10 @@ _PHASE_SRC = (
     (6, r"Started server process|Waiting for application startup|Start of (?:co-locate )?warm ?up|_execute_server_warmup|"
         r"Warming up model",
      "in server start-up (API server up, not yet ready)"),
+    # vLLM's engine core is initialized; its API server is not up yet (a log that ends here shows
+    # no ready server: labels of public logs call it without an outcome)
+    (6, r"init engine \(profile, create kv cache, warmup model\) took",
+     "after the engine's initialization (KV cache, warm-up), before the API server was up"),
     (None, r"Waiting for \d+ core engine proc", "waiting for the engine core to start"),
     (0, r"server_args=|TensorRT-LLM version|TensorRT-LLM\] TensorRT-LLM version|\bRank\d+ run |run mgmn|vLLM API server version|"
         r"Initializing an? (?:V1 )?LLM engine|Automatically detected platform|"

@@ -47,6 +47,10 @@ _RULE_SRC = (
     # vLLM's profiling check that free memory did not grow while it measured (another process
     # on the GPU freeing memory): no shortage of memory
     ("other", r"Error in memory profiling\. Initial free memory [\d.]+ ?GiB, current free memory"),
+    # NCCL's watchdog reporting a kernel's fault (the CUDA error is sticky: the collective only met it)
+    # (not "unspecified launch failure": NCCL's own kernels, a link that failed, end that way too)
+    ("other", r"watchdog thread terminated with exception: CUDA error: (?:an illegal memory access|misaligned address|"
+              r"an illegal instruction)|^an illegal memory access was encountered$"),
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"
@@ -63,16 +67,19 @@ _RULE_SRC = (
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
                  r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
-    ("port_in_use", r"address already in use|couldn't bind (?:HTTP server )?socket|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
+    # (not a Unix-domain socket's file: NCCL's "UDS: Binding to socket /tmp/nccl-socket-... failed")
+    ("port_in_use", r"^(?!.*(?:\bUDS\b|[Bb]inding to socket /|\.sock\b)).*?(?:address already in use|couldn't bind (?:HTTP server )?socket|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
                     r"\bEADDRINUSE\b|server socket has failed to (?:listen|bind)|"
                     # a Go server's listener (LocalAI, ollama): "failed to listen: listen tcp4 0.0.0.0:8080: bind: ..."
                     r"\bfailed to listen: listen tcp[46]? |"
                     # HCCL (Ascend): "The IP address and port have been bound already", "... port[16666] fail. Please
                     # check the port status and whether the port is being used by other process"
-                    r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process"),
+                    r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process)"),
     # binding an address that is not this machine's (a wrong host or IP): the configuration, no port
     # taken (after port_in_use: a log with both has a port taken)
     ("other", r"\bCannot assign requested address\b|\bEADDRNOTAVAIL\b"),
+    # Dynamo giving up on a function that recompiled too often (raised as Unsupported since torch 2.7)
+    ("dynamo_other", r"\bDynamo recompile limit exceeded\b|\brecompile_limit\b|\bcache_size_limit\b"),
     ("dynamo_unsupported", r"torch\._dynamo\.exc\.(?:Unsupported|UserError)\b|^\s*Unsupported: \S|Attempted to call function marked as skipped|"
                            r"Graph break due to|graph break|^\s*(?:raise )?unimplemented(?:_v2)?\("),
     # SGLang's piecewise graph meeting a Dynamo recompilation at run time (its capture stream is
@@ -180,6 +187,8 @@ _RULE_SRC = (
                          # a kernel library's table of GPUs without this one (AITER: "Unknown GPU architecture: gfx1101");
                          # rocBLAS without kernels (Tensile's library) for this GPU's gfx target
                          r"\bUnknown GPU architecture\b|\bCould not initialize Tensile host\b|"
+                         # Triton's compiler asserting on a compute capability it has no MMA for
+                         r"\bcomputeCapability not supported\b|"
                          r"\bTensileLibrary\w*\.dat\b[^\n]*\bfor GPU arch\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
@@ -202,6 +211,9 @@ _RULE_SRC = (
                        # the link step of a build, and a JIT-built library (FlashInfer's cache) that does not load
                        r"collect2: error: ld returned|"
                        r"Failed to load dynamic shared library\b[^\n]*(?:flashinfer|cached_ops|torch_extensions|/jit/)|"
+                       # a JIT cache's file that is missing or does not load (a torch extension, Triton's cache)
+                       r"/torch_extensions/\S+\.so: cannot open shared object file|"
+                       r"No such file or directory: '[^']*/\.triton/cache/|"
                        # a header the build needs is missing, however it is reported
                        r"\b[\w/.-]+\.(?:h|hh|hpp|cuh)\b['\"`]?:? (?:not found|is missing|missing|No such file)"),
     # Dynamo's footer and user-code listing without a named exception: most often a graph break
@@ -218,6 +230,8 @@ _RULE_SRC = (
                   r"(?:CUDA error|Cuda failure|Assertion failed):? [^\s']*/(?:intra|inter)node\w*\.cu\b"),
     # wrappers SGLang prints around a failed capture: only when nothing more specific is found
     ("cuda_graph_capture", r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed|"
+                           # TGI: "Decode cuda graph warmup failed"
+                           r"\bcuda graph warmup failed\b|"
                            r"graph capture|cudagraph|capture_end"),
     ("startup_hang", r"[Ww]atchdog timeout|Failed to wait for (?:all )?[\w ]{1,30} to be ready|(?:never|did not|didn't) become ready\b|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
                      r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock(?! in distributed execution)|\bTimeoutError\b|"

@@ -1729,6 +1729,59 @@ def test_failures_v31_taught_have_counter_cases():
     # a table row that is not a wrapped cell, and an argument error of another program, are no refusal
     assert not diagnose.classify("| preprocessing  | 1       | READY |\n|                |         |       |\n", CATALOG).failed
 
+V32S = [  # failure lines of the v32 tuning set the rules name
+    # NCCL binding its own Unix-domain socket (a file, no port): communication set-up
+    ("<host>:33:10589 [2] misc/ipcsocket.cc:57 NCCL WARN UDS: Binding to socket /tmp/nccl-socket-2-e647f8d8e15809a1 "
+     "failed : Address already in use\n", "nccl_comm"),
+    # Dynamo's recompile limit, raised as Unsupported since torch 2.7: the compile, not an untraceable construct
+    ("torch._dynamo.exc.Unsupported: Dynamo recompile limit exceeded\n", "dynamo_other"),
+    # TGI's CUDA-graph warm-up
+    ("2024-04-02T09:12:01.123Z ERROR text_generation_launcher: Decode cuda graph warmup failed\n", "cuda_graph_capture"),
+    # Triton's compiler asserting on a compute capability it has no MMA instructions for
+    ("python3: /project/lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp:42: int mlir::triton::gpu::getMMAVersionSafe"
+     "(int, DotOp): Assertion `false && \"computeCapability not supported\"' failed.\n", "arch_unsupported"),
+    # NCCL's "unhandled cuda error" where the sticky CUDA error is a kernel's illegal memory access
+    ("RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n"
+     "[rank3]:[E129 20:00:47.374645555 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 Rank 3] Process group watchdog thread "
+     "terminated with exception: CUDA error: an illegal memory access was encountered\n", "other"),
+    # JIT caches: a torch extension's library that does not load, a Triton cache file gone
+    ("OSError: /root/.cache/torch_extensions/py312_cu124/xgrammar/xgrammar.so: cannot open shared object file: "
+     "No such file or directory\n", "flashinfer_jit"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/root/.triton/cache/de758c429c9ff1f18930bbd9/fused_moe_kernel.json'\n",
+     "flashinfer_jit"),
+]
+
+
+def test_failures_v32_taught_have_counter_cases():
+    """What v32 taught, and what it must not catch."""
+    # a TCP port taken stays port_in_use, from NCCL's bootstrap as from a server
+    d = diagnose.classify("NCCL WARN Call to bind failed: Address already in use\n", CATALOG)
+    assert d.failed and d.category == "port_in_use", d.render()
+    # NCCL's watchdog on "unspecified launch failure" (NCCL's kernels, a failed link end that way too) stays nccl_comm
+    d = diagnose.classify("[PG ID 0 PG GUID 0 Rank 0] Process group watchdog thread terminated with exception: "
+                          "CUDA error: unspecified launch failure\n", CATALOG)
+    assert d.failed and d.category == "nccl_comm", d.render()
+    # ... and "unhandled cuda error" with nothing else said stays nccl_comm
+    d = diagnose.classify("RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n", CATALOG)
+    assert d.failed and d.category == "nccl_comm", d.render()
+    # Ray's replay of earlier lines ("[repeated 22x across cluster]") is no stage reached after a failure
+    log = ("(WorkerDict pid=1) RuntimeError: CUDA error: an illegal memory access was encountered\n"
+           "(WorkerDict pid=1) [2025-05-23 18:02:42] Received sigquit from a child process. It usually means the child failed.\n"
+           "Capturing batches (avail_mem=29.01 GB):  87%|########6 | 20/23 [00:07<00:00,  3.19it/s] [repeated 22x across cluster]\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    # vLLM's "init engine ... took" is its engine ready, not its server: a log that ends there has no outcome
+    log = ("(EngineCore_DP0 pid=32) INFO 02-09 09:58:02 [core.py:272] init engine (profile, create kv cache, warmup model) "
+           "took 177.74 seconds\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.verdict == "incomplete" and "engine's initialization" in d.summary, d.render()
+    assert diagnose.classify(log + "(APIServer pid=21) INFO:     Application startup complete.\n", CATALOG).verdict == "clean"
+    # a known issue's words in an INFO record are no evidence of it ("[custom_all_reduce.py:216] Registering ...")
+    log = ("INFO 02-09 09:58:01 [custom_all_reduce.py:216] Registering 12118 cuda graph addresses\n"
+           "openai_harmony.HarmonyError: invalid tiktoken vocab file: hash mismatch\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.known_issue is None, d.render()
+
 
 @pytest.mark.parametrize("text, issue", [
     (V30S[0][0], "trtllm-world-size-not-tp-times-pp"), (V30S[1][0], "tensorrt-engine-built-for-another-gpu"),
@@ -1805,7 +1858,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
