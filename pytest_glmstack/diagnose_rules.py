@@ -189,6 +189,8 @@ _RULE_SRC = (
                          r"\bUnknown GPU architecture\b|\bCould not initialize Tensile host\b|"
                          # Triton's compiler asserting on a compute capability it has no MMA for
                          r"\bcomputeCapability not supported\b|"
+                         # Triton's backend without the conversion of an FP8 type for this GPU (AMD's fnuz-only GPUs)
+                         r"\bUnsupported conversion from 'f8\w*' to\b|"
                          r"\bTensileLibrary\w*\.dat\b[^\n]*\bfor GPU arch\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
@@ -235,6 +237,8 @@ _RULE_SRC = (
                            r"graph capture|cudagraph|capture_end"),
     ("startup_hang", r"[Ww]atchdog timeout|Failed to wait for (?:all )?[\w ]{1,30} to be ready|(?:never|did not|didn't) become ready\b|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
                      r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock(?! in distributed execution)|\bTimeoutError\b|"
+                     # SGLang's router giving up on its workers: "Timeout 300s waiting for workers [...] to become healthy"
+                     r"\bTimeout \d+s waiting for\b|\bwaiting for workers\b[^\n]{0,200}\bto become healthy\b|"
                      # a request of the start-up (the warm-up's) that got no answer in its time
                      r"\bRead timed out\. \(read timeout=\d+"),
 )
@@ -246,7 +250,9 @@ _RULES: list[tuple[str, re.Pattern]] = [
 # (Also a kernel library without an instance for the model's shape: "failed to dispatch head_dim 96".)
 _KERNEL_FAULT = re.compile(r"an illegal memory access was encountered|cudaErrorIllegalAddress|misaligned address|"
                            r"unspecified launch failure|an illegal instruction was encountered|CUDA error: invalid argument|"
-                           r"\bfailed to dispatch (?:head_dim|head dim|page_size|group_size|\w+_size) \d+")
+                           r"\bfailed to dispatch (?:head_dim|head dim|page_size|group_size|\w+_size) \d+|"
+                           # DeepGEMM's table of kernels without this case: "Unknown cases: sf.dtype=..., arch=90a"
+                           r"\bUnknown cases?: \w+")
 _CAPTURE_WRAPPER = re.compile(r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed", re.I)
 # Exceptions and lines that only say that something else failed: never the cause.
 _WRAPPER = re.compile(

@@ -1782,6 +1782,34 @@ def test_failures_v32_taught_have_counter_cases():
     d = diagnose.classify(log, CATALOG)
     assert d.failed and d.known_issue is None, d.render()
 
+V33S = [  # failure lines of the v33 tuning set the rules name
+    # SGLang's router giving up on its workers
+    ('Timeout 300s waiting for workers ["http://0.0.0.0:31000", "http://0.0.0.0:31778"] to become healthy. '
+     "Please set --router-worker-startup-timeout-secs\n", "startup_hang"),
+    # Triton's AMD backend without the FP8 conversion the kernel asks for
+    ("/sgl-workspace/sglang/python/sglang/srt/layers/moe/ep_moe/kernels.py:606:42: error: Unsupported conversion from "
+     "'f8E4M3FN' to 'f16'\nRuntimeError: PassManager::run failed\n", "arch_unsupported"),
+    # ollama's runner that died before it served
+    ('time=2024-09-25T08:35:45.801+08:00 level=ERROR source=sched.go:456 msg="error loading llama server" '
+     'error="llama runner process has terminated: exit status 0xc0000135"\n', "other", "inferred"),
+]
+
+
+def test_failures_v33_taught_have_counter_cases():
+    """What v33 taught, and what it must not catch."""
+    # DeepGEMM without a kernel for the case, in the code a capture ran: the kernel library's
+    log = ('  File "/env/sglang/srt/model_executor/cuda_graph_runner.py", line 300, in capture_one_batch_size\n'
+           "    run_once()\n"
+           '  File "/env/deep_gemm/jit_kernels/gemm.py", line 80, in gemm_fp8_fp8_bf16_nt\n'
+           "    assert False\nAssertionError: Unknown cases: sf.dtype=torch.int32, gran=(1, 128), arch=90a\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    # a router still waiting, with no timeout yet, is no failure
+    assert not diagnose.classify("Waiting for workers to become healthy (10s elapsed)\n", CATALOG).failed
+    # a conversion Triton has, on a line that only reports it, is no arch refusal
+    d = diagnose.classify("RuntimeError: PassManager::run failed\n", CATALOG)
+    assert d.failed and d.category != "arch_unsupported", d.render()
+
 
 @pytest.mark.parametrize("text, issue", [
     (V30S[0][0], "trtllm-world-size-not-tp-times-pp"), (V30S[1][0], "tensorrt-engine-built-for-another-gpu"),
@@ -1858,7 +1886,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

@@ -51,8 +51,11 @@ v1-v26 (67 in its test split), scored once (23/38), a tuning set since. v28 (tes
 (tests/data/world/v29): 48 logs from public sources in none of v1-v28, scored once (17/28), a tuning
 set since. v30 (tests/data/world/v30): 60 logs from public sources in none of v1-v29, scored once
 (24/36), a tuning set since. v31 (tests/data/world/v31): 60 logs from public sources in none of
-v1-v30, scored once (22/36), the last set scored, tuned on since: test_frozen_v31_test_set prints its
-distance to the promise and fails below what the rules reached on it. Select it alone with -k frozen_v31.
+v1-v30, scored once (22/36), a tuning set since. v32 (tests/data/world/v32): 60 logs from public
+sources in none of v1-v31, scored once (22/36), a tuning set since. v33 (tests/data/world/v33): 60
+logs from public sources in none of v1-v32, scored once (26/36), the last set scored, tuned on since:
+test_frozen_v33_test_set prints its distance to the promise and fails below what the rules reached
+on it. Select it alone with -k frozen_v33.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -334,7 +337,7 @@ V2_FLOOR = {"right_category": 55, "failed": 56, "healthy_called_failed": 0, "inc
 
 # v3 was scored once as a frozen test set (2026-12-01, rules of commit 66a7dad: 25/44 right
 # category, 0/18 healthy called failed, 12/12 incomplete right) and is a tuning set since.
-V3_FLOOR = {"right_category": 37, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+V3_FLOOR = {"right_category": 39, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
 
 # v4 was scored once as a frozen test set (2026-12-01, rules of commit 12bc88e, before any of its
 # logs was seen by them: 18/24 right category, 0/8 healthy called failed, 6/7 incomplete right;
@@ -356,7 +359,7 @@ def _at_least(result: dict, floor: dict, title: str):
 # logs was seen by them or by whoever tuned them: 15/33 right category, 0/9 healthy called failed,
 # 12/12 incomplete right; docs/diagnosis.md) and is a tuning set since. These are the figures the
 # rules reached on it; they may only rise.
-V5_FLOOR = {"right_category": 23, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+V5_FLOOR = {"right_category": 29, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
 
 
 # v6 was scored once as a frozen test set (2026-12-01, rules of commit 242cc95, before any of its
@@ -376,13 +379,13 @@ V7_FLOOR = {"right_category": 27, "failed": 27, "healthy_called_failed": 0, "inc
 # v8 was scored once as a frozen test set (2026-12-01, rules of commit bf4e3cd, before any of its
 # logs was seen by them or by whoever tuned them: 23/37 right category, 0/5 healthy called
 # failed, 6/6 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V8_FLOOR = {"right_category": 32, "failed": 37, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+V8_FLOOR = {"right_category": 33, "failed": 37, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
 
 
 # v9 was scored once as a frozen test set (2026-12-01, rules of commit c180163, before any of its
 # logs was seen by them or by whoever tuned them: 16/24 right category, 2/11 healthy called
 # failed, 4/4 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V9_FLOOR = {"right_category": 22, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 4, "incomplete": 4}
+V9_FLOOR = {"right_category": 23, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 4, "incomplete": 4}
 
 
 # v10 was scored once as a frozen test set (2026-12-01, rules of commit f7a644a, before any of its
@@ -390,13 +393,13 @@ V9_FLOOR = {"right_category": 22, "failed": 24, "healthy_called_failed": 0, "inc
 # failed, 4/6 incomplete right; docs/diagnosis.md) and is a tuning set since. (28 while "the
 # provided PTX was compiled with an unsupported toolchain" was arch_unsupported, as v10c-003's
 # thread has it; three other labels and a blind reader call it the driver's age, other: 27 since.)
-V10_FLOOR = {"right_category": 27, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+V10_FLOOR = {"right_category": 29, "failed": 33, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
 
 
 # v11 was scored once as a frozen test set (2026-12-01, rules of commit b7d2ce2, before any of its
 # logs was seen by them or by whoever tuned them: 10/18 right category, 0/9 healthy called
 # failed, 5/7 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V11_FLOOR = {"right_category": 15, "failed": 18, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 7}
+V11_FLOOR = {"right_category": 17, "failed": 18, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 7}
 
 
 # v12 was scored once as a frozen test set (2026-12-01, rules of commit 5ec7e03, before any of its
@@ -420,19 +423,19 @@ V14_FLOOR = {"right_category": 19, "failed": 19, "healthy_called_failed": 0, "in
 # v15 was scored once as a frozen test set (2026-12-01, rules of commit 73298f1, before any of its
 # logs was seen by them or by whoever tuned them: 19/26 right category, 0/9 healthy called
 # failed, 1/3 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V15_FLOOR = {"right_category": 23, "failed": 26, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 3}
+V15_FLOOR = {"right_category": 23, "failed": 26, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 3}
 
 
 # v16 was scored once as a frozen test set (2026-12-01, rules of commit 8572f6c, before any of its
 # logs was seen by them or by whoever tuned them: 20/29 right category, 1/9 healthy called failed,
 # 6/6 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V16_FLOOR = {"right_category": 23, "failed": 29, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+V16_FLOOR = {"right_category": 26, "failed": 29, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
 
 
 # v17 was scored once as a frozen test set (2026-12-02, rules of commit 64c06b1, before any of its
 # logs was seen by them or by whoever tuned them: 31/57 right category, 2/19 healthy called
 # failed, 12/14 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V17_FLOOR = {"right_category": 39, "failed": 57, "healthy_called_failed": 1, "incomplete_ok": 12, "incomplete": 14}
+V17_FLOOR = {"right_category": 45, "failed": 57, "healthy_called_failed": 1, "incomplete_ok": 12, "incomplete": 14}
 
 
 # v18 was scored once as a frozen test set (2026-12-02, rules of commit 80c24c1, before any of its
@@ -453,7 +456,7 @@ V19_FLOOR = {"right_category": 62, "failed": 65, "healthy_called_failed": 0, "in
 # healthy called failed, 13/16 incomplete right; docs/diagnosis.md) and is a tuning set since. (61
 # until the model of words was retrained with v28: v20n-025, labelled port_in_use from its thread, was
 # right only by the model's in-sample pick; 60 since.)
-V20_FLOOR = {"right_category": 60, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
+V20_FLOOR = {"right_category": 61, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
 
 
 # v21 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 2396228,
@@ -489,14 +492,14 @@ V24_FLOOR = {"right_category": 25, "failed": 35, "healthy_called_failed": 0, "in
 # healthy called failed, 15/16 incomplete right; 6 of its failures are labelled from their threads;
 # an independent reader's labels, taken before the scoring, in blind-labels.jsonl;
 # docs/diagnosis.md) and is a tuning set since.
-V25_FLOOR = {"right_category": 38, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 16}
+V25_FLOOR = {"right_category": 38, "failed": 44, "healthy_called_failed": 0, "incomplete_ok": 16, "incomplete": 16}
 
 
 # v26 was scored once as a frozen test set (2026-12-02, rules and model of words of commit d495a64,
 # before any of its logs was seen by them or by whoever tuned them: 30/41 right category, 0/16
 # healthy called failed, 12/13 incomplete right; 5 of its failures are labelled from their threads;
 # blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
-V26_FLOOR = {"right_category": 35, "failed": 41, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 13}
+V26_FLOOR = {"right_category": 35, "failed": 41, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 13}
 
 
 # v27 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 84fbadd,
@@ -505,26 +508,40 @@ V26_FLOOR = {"right_category": 35, "failed": 41, "healthy_called_failed": 0, "in
 # nine logs set aside in split-v27.json; blind-labels.jsonl holds an independent reader's labels;
 # docs/diagnosis-record.md) and is a tuning set since. (36 until the model of words was retrained
 # with v29: v27a-021, labelled from its thread, was right only by the model's in-sample pick; 35 since.)
-V27_FLOOR = {"right_category": 35, "failed": 38, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 15}
+V27_FLOOR = {"right_category": 36, "failed": 38, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 15}
 
 
 # v28 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 57d8d5b,
 # before any of its logs was seen by them or by whoever tuned them: 30/43 right category, 0/17
 # healthy called failed, 14/14 incomplete right; 4 of its failures are labelled from their threads;
 # blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
-V28_FLOOR = {"right_category": 39, "failed": 43, "healthy_called_failed": 0, "incomplete_ok": 14, "incomplete": 14}
+V28_FLOOR = {"right_category": 40, "failed": 43, "healthy_called_failed": 0, "incomplete_ok": 14, "incomplete": 14}
 
 # v29 was scored once as a frozen test set (2026-12-03, rules and model of words of commit ece9440,
 # before any of its logs was seen by them or by whoever tuned them: 17/28 right category, 0/11
 # healthy called failed, 8/9 incomplete right; 2 of its failures are labelled from their threads;
 # blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
-V29_FLOOR = {"right_category": 23, "failed": 28, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
+V29_FLOOR = {"right_category": 23, "failed": 28, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
 
 # v30 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 13641b9,
 # before any of its logs was seen by them or by whoever tuned them: 24/36 right category, 0/12
 # healthy called failed, 12/12 incomplete right; 6 of its failures are labelled from their threads;
 # blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
 V30_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+
+# v31 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 9526ec1,
+# before any of its logs was seen by them or by whoever tuned them: 22/36 right category, 1/12
+# healthy called failed, 12/12 incomplete right; 4 of its failures are labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V31_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+
+# v32 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 1a53548,
+# before any of its logs was seen by them or by whoever tuned them: 22/36 right category, 0/12
+# healthy called failed, 10/12 incomplete right; 3 of its failures are labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning
+# set since (one log labelled without an outcome is still called clean: SGLang's serving lines, then
+# a hang the log cannot show).
+V32_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 12}
 
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
@@ -556,6 +573,8 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v28", "split-v28.json", V28_FLOOR, "30/43"),
     ("v29", "split-v29.json", V29_FLOOR, "17/28"),
     ("v30", "split-v30.json", V30_FLOOR, "24/36"),
+    ("v31", "split-v31.json", V31_FLOOR, "22/36"),
+    ("v32", "split-v32.json", V32_FLOOR, "22/36"),
 ]
 
 
@@ -568,18 +587,18 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v31, the last set scored: once (2026-12-03, rules and model of words of commit 9526ec1, before
-# any of its logs was seen by them or by whoever tuned them: 22/36 right category, 1/12 healthy
-# called failed, 12/12 incomplete right; 4 of its failures are labelled from their threads; an
+# v33, the last set scored: once (2026-12-03, rules and model of words of commit 5172beb, before
+# any of its logs was seen by them or by whoever tuned them: 26/36 right category, 0/12 healthy
+# called failed, 12/12 incomplete right; 3 of its failures are labelled from their threads; an
 # independent reader's labels from the text alone, taken before the scoring, are in
-# blind-labels.jsonl; docs/diagnosis-record.md), then tuned on (the rules; the model of words is
-# still the one trained through v30). These are the figures they reached on it; they may only rise.
-V31 = WORLD / "v31"
-V31_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+# blind-labels.jsonl; docs/diagnosis-record.md), then tuned on. These are the figures the rules
+# reached on it; they may only rise.
+V33 = WORLD / "v33"
+V33_FLOOR = {"right_category": 30, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
 
 
-def test_frozen_v31_test_set(request):
-    """v31, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V31, "split-v31.json"))
-    _keep(request, "v31", result)
-    _at_least(result, V31_FLOOR, "v31 (frozen score once: 22/36; tuned on since)")
+def test_frozen_v33_test_set(request):
+    """v33, the last set scored: prints the distance to the promise; fails below the figures reached."""
+    result = score(frozen_items(V33, "split-v33.json"))
+    _keep(request, "v33", result)
+    _at_least(result, V33_FLOOR, "v33 (frozen score once: 26/36; tuned on since)")
