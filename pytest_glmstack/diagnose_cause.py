@@ -208,6 +208,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             category, matched, basis = inside, line, "evidence"
         elif own == "oom":  # "InductorError: OutOfMemoryError: CUDA out of memory": the memory ran out
             category, matched, basis = own, own_line, "exception"
+        elif causal is not None and any(_INVALID_IMAGE.search(t) for t in [causal.head, *causal.cont[:3]]):
+            # "BackendCompilerFailed: ... Triton Error [CUDA]: device kernel image is invalid": a
+            # built kernel the driver refuses, quoted by the compile that loaded it
+            category, matched, basis = "flashinfer_jit", next(
+                t for t in [causal.head, *causal.cont[:3]] if _INVALID_IMAGE.search(t)), "exception"
         else:
             own_lines = [causal.head, *causal.cont] if causal is not None else []
             run = next((m for t in own_lines + [body_at(k) for k in ev] for m in [_COMPILER_RUN_FAILED.search(t)] if m),
@@ -298,6 +303,7 @@ _CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --me
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
+_INVALID_IMAGE = re.compile(r"device kernel image is invalid|CUDA_ERROR_INVALID_IMAGE")
 _STALLED_IN_BUILD = re.compile(r"^\s*\w+ \((?:flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|triton/runtime/build\.py)[^)]*:\d+\)")
 _BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
 

@@ -253,6 +253,7 @@ _FAIL = re.compile("|".join((
     r"\bpanicked at\b",  # a Rust panic (TGI's router and launcher)
     r"^panic: \S",  # a Go panic (ollama's runner, LocalAI)
     r"\bllama runner process has terminated\b",  # ollama: its runner died before it served
+    r"\bstack frame size \(\d+\) exceeds limit\b",  # ROCm's compiler refusing a kernel
     r"\bCould not initialize Tensile host\b",  # rocBLAS cannot start (no kernels for this GPU)
     r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)",  # clap's command-line errors
     r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?)",  # click's

@@ -55,7 +55,10 @@ _RULE_SRC = (
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"
               r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
-    ("bad_flag", r"^error: invalid argument: \S|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
+    ("bad_flag", r"^error: invalid argument: \S|"
+                 # two options refused together, whatever exception carries it: "--enable-auto-tool-choice
+                 # and --enable-reasoning cannot be enabled at the same time"
+                 r"--[\w-]+ (?:and|with) --[\w-]+ (?:cannot|can't|can not|must not) be (?:enabled|used|set|specified|combined)\b|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
                  r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|"
                  r"number of required GPUs exceeds the (?:total )?number of available GPUs|"
@@ -120,6 +123,8 @@ _RULE_SRC = (
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|"
+            # vLLM: less free memory at start-up than gpu_memory_utilization asks for
+            r"Free memory on device\b[^\n]{0,60}\bon startup is less than desired GPU memory utilization|"
             # ggml (llama.cpp, ollama): "failed to allocate CUDA0 buffer of size ...", "unable to allocate CPU buffer"
             r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b|"
             # Ray's memory monitor killing tasks for want of host memory
@@ -197,6 +202,8 @@ _RULE_SRC = (
                        # (not a package's own source build: its sources sit under csrc/)
                        r"^(?!.*/csrc/)\S+\.(?:cu|cuh|h|hh|hpp|inl)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"
                        r"^LLVM ERROR: |"
+                       # a kernel the compiler cannot fit on the GPU (ROCm Triton: "stack frame size (556488) exceeds limit")
+                       r"\bstack frame size \(\d+\) exceeds limit\b|"
                        # an assertion in Triton's MLIR compiler (its lib/Analysis, lib/Dialect, ... sources)
                        r"/lib/(?:Analysis|Conversion|Dialect|Target)/[\w/]+\.cpp:\d+: .*Assertion .* failed|"
                        r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"

@@ -1810,6 +1810,31 @@ def test_failures_v33_taught_have_counter_cases():
     d = diagnose.classify("RuntimeError: PassManager::run failed\n", CATALOG)
     assert d.failed and d.category != "arch_unsupported", d.render()
 
+V34S = [  # failure lines of the v34 tuning set the rules name
+    # two options refused together, carried by a TypeError
+    ("TypeError: Error: --enable-auto-tool-choice and --enable-reasoning cannot be enabled at the same time\n", "bad_flag"),
+    # vLLM: less free memory at start-up than gpu_memory_utilization asks for
+    ("ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU memory utilization "
+     "(0.95, 45.01 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n", "oom"),
+    # ROCm Triton: a kernel whose stack frame the GPU cannot hold
+    ("**error: triton_flash_attention.py:211:0: stack frame size (556488) exceeds limit (262112) in function "
+     "'attn_fwd_0d1d2d3'\nRuntimeError: PassManager::run failed\n", "flashinfer_jit"),
+    # a compile that loaded a kernel image the driver refuses
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='<vllm.compilation.backends.VllmBackend object at 0x7f57>' raised:\n"
+     "RuntimeError: Triton Error [CUDA]: device kernel image is invalid\n", "flashinfer_jit"),
+]
+
+
+def test_failures_v34_taught_have_counter_cases():
+    """What v34 taught, and what it must not catch."""
+    # an option that only warns about another is no refusal
+    assert not diagnose.classify("WARNING: --enable-reasoning is deprecated and ignored with --reasoning-parser\n",
+                                 CATALOG).failed
+    # a compile failure whose quoted cause is a Python error stays the compile's
+    d = diagnose.classify("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+                          "LoweringException: AssertionError: x\n", CATALOG)
+    assert d.failed and d.category == "dynamo_other", d.render()
+
 
 @pytest.mark.parametrize("text, issue", [
     (V30S[0][0], "trtllm-world-size-not-tp-times-pp"), (V30S[1][0], "tensorrt-engine-built-for-another-gpu"),
@@ -1886,7 +1911,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
