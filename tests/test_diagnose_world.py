@@ -53,9 +53,11 @@ set since. v30 (tests/data/world/v30): 60 logs from public sources in none of v1
 (24/36), a tuning set since. v31 (tests/data/world/v31): 60 logs from public sources in none of
 v1-v30, scored once (22/36), a tuning set since. v32 (tests/data/world/v32): 60 logs from public
 sources in none of v1-v31, scored once (22/36), a tuning set since. v33 (tests/data/world/v33): 60
-logs from public sources in none of v1-v32, scored once (26/36), the last set scored, tuned on since:
-test_frozen_v33_test_set prints its distance to the promise and fails below what the rules reached
-on it. Select it alone with -k frozen_v33.
+logs from public sources in none of v1-v32, scored once (26/36), a tuning set since. v34
+(tests/data/world/v34): 60 logs from public sources in none of v1-v33, scored once (26/38), a tuning
+set since. v35 (tests/data/world/v35): 60 logs from public sources in none of v1-v34, scored once
+(26/36), the last set scored and not tuned on yet: test_frozen_v35_test_set prints its distance to
+the promise and fails below that score. Select it alone with -k frozen_v35.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -543,6 +545,18 @@ V31_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "in
 # a hang the log cannot show).
 V32_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 12}
 
+# v33 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 5172beb,
+# before any of its logs was seen by them or by whoever tuned them: 26/36 right category, 0/12
+# healthy called failed, 12/12 incomplete right; 3 of its failures are labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V33_FLOOR = {"right_category": 30, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+
+# v34 was scored once as a frozen test set (2026-12-03, rules and model of words of commit dfa0386,
+# before any of its logs was seen by them or by whoever tuned them: 26/38 right category, 0/13
+# healthy called failed, 8/9 incomplete right; 4 of its failures are labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V34_FLOOR = {"right_category": 30, "failed": 38, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -575,6 +589,8 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v30", "split-v30.json", V30_FLOOR, "24/36"),
     ("v31", "split-v31.json", V31_FLOOR, "22/36"),
     ("v32", "split-v32.json", V32_FLOOR, "22/36"),
+    ("v33", "split-v33.json", V33_FLOOR, "26/36"),
+    ("v34", "split-v34.json", V34_FLOOR, "26/38"),
 ]
 
 
@@ -587,18 +603,18 @@ def test_tuning_set(request, name, split, floor, once):
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
 
-# v33, the last set scored: once (2026-12-03, rules and model of words of commit 5172beb, before
+# v35, the last set scored: once (2026-12-03, rules and model of words of commit 4738273, before
 # any of its logs was seen by them or by whoever tuned them: 26/36 right category, 0/12 healthy
-# called failed, 12/12 incomplete right; 3 of its failures are labelled from their threads; an
+# called failed, 10/12 incomplete right; 2 of its failures are labelled from their threads; an
 # independent reader's labels from the text alone, taken before the scoring, are in
-# blind-labels.jsonl; docs/diagnosis-record.md), then tuned on. These are the figures the rules
-# reached on it; they may only rise.
-V33 = WORLD / "v33"
-V33_FLOOR = {"right_category": 30, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 12, "incomplete": 12}
+# blind-labels.jsonl; docs/diagnosis-record.md); not tuned on yet. These are the figures of that
+# scoring; they may only rise.
+V35 = WORLD / "v35"
+V35_FLOOR = {"right_category": 26, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 10, "incomplete": 12}
 
 
-def test_frozen_v33_test_set(request):
-    """v33, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V33, "split-v33.json"))
-    _keep(request, "v33", result)
-    _at_least(result, V33_FLOOR, "v33 (frozen score once: 26/36; tuned on since)")
+def test_frozen_v35_test_set(request):
+    """v35, the last set scored: prints the distance to the promise; fails below the figures reached."""
+    result = score(frozen_items(V35, "split-v35.json"))
+    _keep(request, "v35", result)
+    _at_least(result, V35_FLOOR, "v35 (frozen score once: 26/36)")
