@@ -30,7 +30,7 @@ test-serial:
 # ones (their own servers, pytest sessions or environments, some with -n of their own): the outer
 # workers change nothing in them, and the pass would only start the same servers again. So do
 # throughput measurements: beside the other worker on two cores they measure that worker (a c4
-# median of 32.8 tok/s against a typical 1,020 failed its floor here); the plain pass measures.
+# median of 32.8 tok/s against a typical 1,020 failed its floor, then 55, here); the plain pass measures.
 test-xdist:
 	$(PY) -m pytest -n 2 -m "not machine_wide and not self_contained and not throughput" $(PYTEST_ARGS)
 

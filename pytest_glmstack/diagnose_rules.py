@@ -102,7 +102,7 @@ _RULE_SRC = (
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
                      # Inductor's compile workers (torch/_inductor/compile_worker) and Dynamo's own errors
                      r"\bSubprocException\b|\bInternalTorchDynamoError\b|"
-                     r"recompile_limit|cache_size_limit|torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
+                     r"torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
     # NCCL's own report that an allocation failed: memory, not the network (the peers' "connection
     # closed by remote peer" that follows is the consequence)
     ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|^\s*Cuda failure 'out of memory'|"
