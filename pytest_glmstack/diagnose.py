@@ -138,6 +138,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     fails += [k for k in hang_notes if k > last_phase_line and k > last_fail
               and not any(k - 30 <= j < k for j in compiling)]
     fails.sort()
+    health = _past_warmup(bodies, health, fails)
 
     # A traceback ending in KeyboardInterrupt is the process being stopped (Ctrl+C, SIGINT), not a
     # failure: its lines are no evidence, and a hang stopped that way stays a hang.
@@ -246,6 +247,33 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if g is not None and not (served and g.category == "startup_hang"):
             d = dataclasses.replace(d, category=g.category, basis="words")
     return d
+
+
+# SGLang is ready when its warm-up request has come back ("The server is fired up ..."): before
+# that, Uvicorn's start, the model-info query and the warm-up's own prefill are start-up.
+_SGLANG_LAUNCH = re.compile(r"\bmax_total_num_tokens=\d|\bLoad weight end\. type=|\bserver_args=ServerArgs\(|\bMemory pool end\. avail mem=")
+_SGLANG_READY = re.compile(r"The server is fired up and ready to roll")
+_SGLANG_WARMUP = re.compile(r"Uvicorn running on|Application startup complete|Waiting for application startup|Route: /|"
+                            r'"GET /(?:get_model_info|model_info|health\w*|get_server_info|server_info) HTTP|\bPrefill batch\b')
+# the interpreter's shutdown: the process ended
+_SHUTDOWN = re.compile(r"\bleaked (?:shared_memory|semaphore) objects to clean up at shutdown")
+_BATCH = re.compile(r"\b(?:Prefill|Decode) batch\b")
+
+
+def _past_warmup(bodies: list[str], health: list[int], fails: list[int]) -> list[int]:
+    """The health lines of an SGLang log that shows its launch, then a failure or its shutdown
+    where the ready line should be, less those of the start-up and its warm-up request (one prefill
+    batch): that server never served. (An excerpt that just ends after Uvicorn's start shows none.)"""
+    if not health or any(_SGLANG_READY.search(bodies[k]) for k in health):
+        return health
+    if not any(k > health[-1] for k in fails) and not any(_SHUTDOWN.search(b) for b in bodies[health[-1] + 1:]):
+        return health
+    launch = next((k for k, b in enumerate(bodies) if _SGLANG_LAUNCH.search(b)), None)
+    if launch is None or launch > health[0]:
+        return health
+    if sum(1 for b in bodies if _BATCH.search(b)) > 1:
+        return health  # more batches than the warm-up's one: it served
+    return [k for k in health if not _SGLANG_WARMUP.search(bodies[k])]
 
 
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")

@@ -204,7 +204,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # Inductor's wrapper around what failed inside it: a cause the evidence names wins
         inside, line = _rule("\n".join(body_at(k) for k in ev if not _INDUCTOR_WRAPPER.search(body_at(k))))
         own, own_line = _rule(_INDUCTOR_WRAPPER.sub("", causal.head)) if causal is not None else (None, None)
-        if inside == "arch_unsupported":  # (not "out of resource": Inductor's autotuning survives it)
+        # (not "out of resource", nor Triton's OutOfResources: a kernel Inductor generated and
+        # configured too big for the GPU is the compile's failure, and its autotuning survives it)
+        if inside == "arch_unsupported" and not _OUT_OF_RESOURCES.search(line or ""):
             category, matched, basis = inside, line, "evidence"
         elif own == "oom":  # "InductorError: OutOfMemoryError: CUDA out of memory": the memory ran out
             category, matched, basis = own, own_line, "exception"
@@ -303,6 +305,7 @@ _CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --me
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
+_OUT_OF_RESOURCES = re.compile(r"OutOfResources|out of resource", re.I)
 _INVALID_IMAGE = re.compile(r"device kernel image is invalid|CUDA_ERROR_INVALID_IMAGE")
 _STALLED_IN_BUILD = re.compile(r"^\s*\w+ \((?:flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|triton/runtime/build\.py)[^)]*:\d+\)")
 _BUILD_FRAME = re.compile(r"flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|(?:^|/)setup\.py$")
@@ -364,5 +367,9 @@ def _known(catalog: Iterable[KnownIssue], lines: list[_Line], start: int, catego
     return next((ki for ki in matches if ki.category == category), None if only or not matches else matches[0])
 
 def _is_benign_fatal(line: str) -> bool:
-    # "Ignore import error ... CUDA error" etc. are reported and skipped by SGLang itself.
-    return "Ignore import error" in line
+    # "Ignore import error ... CUDA error" etc. are reported and skipped by SGLang itself; a feature
+    # turned off with its reason ("Custom allreduce is disabled because ...") is a notice too.
+    return "Ignore import error" in line or bool(_TURNED_OFF.search(line))
+
+
+_TURNED_OFF = re.compile(r"\b(?:is|are|was|has been) disabled because\b")

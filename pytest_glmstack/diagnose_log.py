@@ -294,6 +294,7 @@ _FAIL = re.compile("|".join((
     # Dynamo giving up on a function that recompiled too often (logged as a warning)
     r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
+    r"^(?:ggml|llama|gguf|clip)_\w+: error: ",  # ggml's and llama.cpp's own error prints ("ggml_metal_init: error: ...")
     r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b",  # ggml: "failed to allocate CUDA0 buffer of size ..."
     r"\bcollect2: error: ld returned \d+ exit status",  # a build's link step failed
     r"# GPU blocks: 0\b",  # vLLM found no memory for a single KV-cache block: it cannot serve

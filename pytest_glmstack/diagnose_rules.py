@@ -51,6 +51,9 @@ _RULE_SRC = (
     # (not "unspecified launch failure": NCCL's own kernels, a link that failed, end that way too)
     ("other", r"watchdog thread terminated with exception: CUDA error: (?:an illegal memory access|misaligned address|"
               r"an illegal instruction)|^an illegal memory access was encountered$"),
+    # the GPU's memory failed (an uncorrectable ECC error): the hardware, whichever library met it first
+    # (NCCL's watchdog, custom all-reduce)
+    ("other", r"\buncorrectable ECC error\b|\bcudaErrorECCUncorrectable\b|\bCUDA_ERROR_ECC_UNCORRECTABLE\b"),
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"
@@ -140,7 +143,11 @@ _RULE_SRC = (
                   r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: (?:non-zero status|NULL value)|"
                   r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|"
                   # KV-cache transfer engines between instances (disaggregated prefill/decode)
-                  r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b"),
+                  r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b|"
+                  r"\bNIXL (?:transfer|handshake)\w* (?:failure|failed|error)\b|\bhandshake_setup_failed\b|"
+                  # HCCL, Ascend's collective library: its transport between ranks could not be set up
+                  # (not "HCCL function error" alone: it also wraps a port already bound)
+                  r"\bTransport init error\b"),
     ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|"
                          r"not supported (?:on|in|by|for) (?:this|the current|your) (?:GPU|device|architecture|arch)|"
                          # LLVM (Triton's, Inductor's backend) does not know the GPU as a target
@@ -175,6 +182,8 @@ _RULE_SRC = (
                          r"SM ?\d{2,3}|sm_?\d{2,3}|[BHAVT]\d{2,3}|GB\d{3}|RTX \w+)\b|"
                          r"only supports? (?:\w+ )?(?:GPUs?|Ampere|Hopper|Blackwell|Ada|Turing|sm_?\d+)|"
                          r"out of resource: shared memory|Hardware limit: \d+|invalid device function|hipErrorNoBinaryForGpu|"
+                         # Metal's compiler: a kernel that needs more registers than this Apple GPU has
+                         r"\bCompute function exceeds available (?:temporary registers|threadgroup memory)\b|"
                          # "Found Tesla P40 which is too old to be supported by the triton GPU compiler"
                          r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b|"
                          # TensorRT's runtime: an engine built for another GPU ("The engine plan file is
@@ -211,6 +220,8 @@ _RULE_SRC = (
                        # compiler's exit code), not in a kernel's header it includes (jit/../include/)
                        r"Assertion (?:error|exception|failed)\W+[^\s()]*/jit/(?!\.\.)[\w.-]+\.(?:hpp|h|cuh|cpp|cu|cc):\d+|"
                        r"FLASHINFER_\w+.*(?:error|fail)|Ninja build failed|ninja: build stopped|Command '\['ninja'|_run_ninja_build|"
+                       # torch's extension builder finds no ninja to build with
+                       r"Ninja is required to load C\+\+ extensions|"
                        # a compiler's diagnostic (not one of a package's own source build under csrc/)
                        + _NOT_SOURCE_BUILD + r".*\bfatal error: [\w./-]+\.h: No such file|"
                        + _NOT_SOURCE_BUILD + r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: |"

@@ -1836,6 +1836,76 @@ def test_failures_v34_taught_have_counter_cases():
     assert d.failed and d.category == "dynamo_other", d.render()
 
 
+V35S = [  # failure lines of the v35 tuning set the rules name
+    # the GPU's memory failed: the hardware, though NCCL's watchdog reports it
+    ("[rank1]:[E129 08:52:51 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread "
+     "terminated with exception: CUDA error: uncorrectable ECC error encountered\n"
+     "terminate called after throwing an instance of 'c10::DistBackendError'\n", "other"),
+    # torch's extension builder without ninja, under SGLang's capture wrapper
+    ("Exception: Capture cuda graph failed: Ninja is required to load C++ extensions\n"
+     "Possible solutions:\n1. disable cuda graph by --disable-cuda-graph\n", "flashinfer_jit"),
+    # HCCL (Ascend) could not set up its transport between ranks
+    ("(VllmWorker rank=3 pid=50935) ERROR 09-10 03:36:31 [multiproc_executor.py:527]         Transport init error. "
+     "Reason: [Create][DestLink]Create Dest error! creakLink para:rank[7]-localUserrank[7]\n", "nccl_comm"),
+    # NIXL's KV transfer between prefill and decode instances
+    ("(Worker_TP0_EP0 pid=865) ERROR 05-01 15:00:23 [nixl_connector.py:1263] NIXL transfer failure: "
+     "handshake_setup_failed | Context: {'failure_type': 'handshake_setup_failed'}\n", "nccl_comm"),
+    # Metal's compiler: a kernel needs more registers than this Apple GPU has
+    ('ggml_metal_init: error: load pipeline error: Error Domain=AGXMetalA14 Code=3 "Compute function exceeds '
+     'available temporary registers"\nllama_new_context_with_model: failed to initialize Metal backend\n', "arch_unsupported"),
+    # a kernel Inductor generated too big for the GPU: the compile's failure
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+     "OutOfResources: out of resource: shared memory, Required: 196608, Hardware limit: 65536. Reducing block sizes "
+     "or `num_stages` may help.\n", "dynamo_other"),
+]
+
+
+def test_failures_v35_taught_have_counter_cases():
+    """What v35 taught, and what it must not catch."""
+    # a Triton kernel of the engine's own (no Inductor) too big for the GPU stays the GPU's limit
+    d = diagnose.classify("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 196608, "
+                          "Hardware limit: 101376. Reducing block sizes or `num_stages` may help.\n", CATALOG)
+    assert d.failed and d.category == "arch_unsupported", d.render()
+    # HCCL's own error around a port already bound stays the port's
+    d = diagnose.classify("RuntimeError: createHCCLComm:torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:1479 HCCL function "
+                          "error: hcclCommInitRootInfoConfig, error code is 7\nEJ0003: The IP address and port have been "
+                          "bound already.\n", CATALOG)
+    assert d.failed and d.category == "port_in_use", d.render()
+    # a feature turned off with its reason is a notice: no catalog entry attaches to it
+    log = ("WARNING 06-25 19:03:47 custom_all_reduce.py:158] Custom allreduce is disabled because it's not supported "
+           "on more than two PCIe-only GPUs.\nTraceback (most recent call last):\n"
+           '  File "/env/sglang/srt/layers/radix_attention.py", line 81, in prefill_forward_flashinfer\n'
+           "    self.prefill_wrapper.begin_forward(qo_indptr)\n"
+           "TypeError: begin_forward() missing 1 required positional argument: 'page_size'\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "other" and d.known_issue is None, d.render()
+
+
+SGLANG_START = ("[gpu=0] Load weight end. type=MixtralForCausalLM, dtype=torch.bfloat16, avail mem=10.75 GB\n"
+                "[gpu=0] max_total_num_tokens=463405, max_prefill_tokens=16384, max_running_requests=31\n"
+                "INFO:     Application startup complete.\n"
+                "INFO:     Uvicorn running on http://0.0.0.0:1234/ (Press CTRL+C to quit)\n"
+                'INFO:     127.0.0.1:55458 - "GET /get_model_info HTTP/1.1" 200 OK\n'
+                "[gpu=0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, #running-req: 0, #queue-req: 0\n")
+
+
+def test_sglang_is_not_ready_before_its_warmup_request_came_back():
+    """SGLang is ready when its warm-up request returns ("The server is fired up"): a stall, or the
+    process ending, after Uvicorn's start and the warm-up's prefill is start-up, not serving."""
+    d = diagnose.classify(SGLANG_START + "[2025-03-10 16:29:01 TP0] Watchdog timeout (self.watchdog_timeout=300)\n", CATALOG)
+    assert d.failed and d.category == "startup_hang", d.render()
+    ended = SGLANG_START + ("/usr/lib/python3.11/multiprocessing/resource_tracker.py:224: UserWarning: resource_tracker: "
+                            "There appear to be 1 leaked shared_memory objects to clean up at shutdown\n")
+    assert diagnose.classify(ended, CATALOG).verdict == "incomplete"
+    # an excerpt that just ends after Uvicorn's start, the ready line, or more batches: it served
+    assert diagnose.classify(SGLANG_START, CATALOG).verdict == "clean"
+    ready = SGLANG_START + "The server is fired up and ready to roll!\n"
+    assert diagnose.classify(ready + "[2025-03-10 16:29:01 TP0] Watchdog timeout (self.watchdog_timeout=300)\n",
+                             CATALOG).category == "other"
+    served = SGLANG_START + "[gpu=0] Decode batch. #running-req: 1, #token: 40, gen throughput (token/s): 30.1\n"
+    assert diagnose.classify(served + ended.splitlines(keepends=True)[-1], CATALOG).verdict == "clean"
+
+
 @pytest.mark.parametrize("text, issue", [
     (V30S[0][0], "trtllm-world-size-not-tp-times-pp"), (V30S[1][0], "tensorrt-engine-built-for-another-gpu"),
     (V31S[1][0], "rocblas-no-tensile-kernels-for-gpu")])
@@ -1911,7 +1981,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
