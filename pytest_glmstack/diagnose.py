@@ -162,7 +162,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
                                                 (msg and bodies[top - 1].strip() == msg)) else top
                 stopping |= set(range(above, k + 1))
             else:
-                stopping.add(k)
+                # an excerpt that starts inside the interrupt's traceback: its frames above are the stop's
+                top = k
+                while top > 0 and (frame_at[top - 1] or top - 1 in code):
+                    top -= 1
+                stopping |= set(range(top, k + 1))
     if health:
         # a request handler's error record (vLLM's serving_chat.py, its chat template, a tool-call
         # or reasoning parser), after the server first showed health, is that request's: the server lives on
@@ -289,6 +293,7 @@ _REQUEST_HANDLER = re.compile(r"\b(?:ERROR|WARNING) \d\d-\d\d [\d:.]+ \[(?:servi
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"
                               r"\bReceived signal (?:SIG)?(?:INT|TERM|2|15)\b|\bsignal (?:SIGINT|SIGTERM) received\b|"
                               r"\bTerminating due to signal\b|\bSIG(?:INT|TERM) received\b|"
+                              r"^\^C|"  # the terminal's echo of Ctrl+C: the user stopped it
                               # Slurm ending the job (scancel, its time limit): a supervisor's stop
                               r"\bslurmstepd: error: \*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT\b")
 # vLLM's periodic metrics with nothing generated: no health (requests running: a stall; none: an

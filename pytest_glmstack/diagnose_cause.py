@@ -282,6 +282,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # the catalog knows more than the generic rules did (but a stall noted before a crash
         # is not the crash's cause)
         category, basis = known.category, "known_issue"
+    bad_access = category == "other" and causal is not None and bool(_BAD_ACCESS.search(causal.head))
     if category == "other" and not abi and not ruled_other:
         # no rule, frame or catalog entry names it: the category whose words dominate, if one does
         score = _vocabulary(_vocab_units(lines, causal, truncated, ev, live, code, frame_at),
@@ -290,6 +291,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                             _phase_before(lines, live[0] if live else n, frame_at))
         worded = _vocabulary_category(score)
         if code_bug and worded == "cuda_graph_capture":
+            worded = None
+        if bad_access and worded == "nccl_comm":
+            # a kernel's bad access is the bug of the code that ran, whatever the collectives that met
+            # the sticky error afterwards print (NCCL's watchdog over it); (not "unspecified launch
+            # failure": NCCL's own kernels, a link that failed, end that way too)
             worded = None
         if worded:
             category, basis = worded, "vocabulary"
@@ -305,6 +311,8 @@ _CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --me
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
+_BAD_ACCESS = re.compile(r"an illegal memory access was encountered|cudaErrorIllegalAddress|misaligned address|"
+                         r"an illegal instruction was encountered")
 _OUT_OF_RESOURCES = re.compile(r"OutOfResources|out of resource", re.I)
 _INVALID_IMAGE = re.compile(r"device kernel image is invalid|CUDA_ERROR_INVALID_IMAGE")
 _STALLED_IN_BUILD = re.compile(r"^\s*\w+ \((?:flashinfer/jit/|deep_gemm/jit/|torch/utils/cpp_extension\.py|triton/runtime/build\.py)[^)]*:\d+\)")

@@ -236,7 +236,7 @@ _FAIL = re.compile("|".join((
     r"\bNVSHMEM\b.*\b(?:ERROR|error|failed)\b", r"DeepEP error",
     r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"^[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc|c):\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
     r"\bptxas\b.*\b(?:error|fatal)\b",
-    r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+ \[-h\]",
+    r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]",
     r"^\S+: (?:unrecognized option '-|invalid option -- ')",  # getopt's refusals (tritonserver, C++ tools)
     # a torch.compile failure logged at WARNING (suppress_errors) is still the compile failing
     r"\btorch\._(?:dynamo|inductor)\.exc\.(?!\w*Warning)\w+: ",
@@ -294,6 +294,8 @@ _FAIL = re.compile("|".join((
     # Dynamo giving up on a function that recompiled too often (logged as a warning)
     r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
+    r"\bMemory access fault by GPU node-\d+",  # ROCm's report of a kernel's bad access (CUDA's illegal memory access)
+    r"\bhip\w*\.cpp:\d+ *: *\d+ us: +Cannot find Symbol with name\b",  # HIP: no kernel in the code object for this GPU
     r"^(?:ggml|llama|gguf|clip)_\w+: error: ",  # ggml's and llama.cpp's own error prints ("ggml_metal_init: error: ...")
     r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b",  # ggml: "failed to allocate CUDA0 buffer of size ..."
     r"\bcollect2: error: ld returned \d+ exit status",  # a build's link step failed
@@ -366,6 +368,9 @@ _BENIGN = re.compile("|".join((
     # Ray's list of what may have killed an actor ("Potential root causes: (1) The process is
     # killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force ..."): guesses
     r"\(1\) The process is killed by SIGKILL by OOM killer due to high memory usage\.",
+    # SGLang's sampler finding NaN in the logits replaces them and samples on: output quality, no failure
+    # (not where it is raised: "ValueError: Detected errors during sampling!", a crash of newer releases)
+    r"(?<!Error: )Detected errors during sampling! NaN in the logits",
 )))
 
 

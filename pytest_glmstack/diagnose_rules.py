@@ -58,6 +58,9 @@ _RULE_SRC = (
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"
               r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
+    # two tensors whose shapes do not fit (a draft model's against the target's): the model's or the
+    # code's sizes, also when a capture wrapper quotes it
+    ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b"),
     ("bad_flag", r"^error: invalid argument: \S|"
                  # two options refused together, whatever exception carries it: "--enable-auto-tool-choice
                  # and --enable-reasoning cannot be enabled at the same time"
@@ -71,7 +74,7 @@ _RULE_SRC = (
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
-                 r"invalid choice: |^usage: \S+ \[-h\]|validation errors? for (?:\w*Config|EngineArgs|ServerArgs)\b|"
+                 r"invalid choice: |^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]|validation errors? for (?:\w*Config|\w*Args)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     # (not a Unix-domain socket's file: NCCL's "UDS: Binding to socket /tmp/nccl-socket-... failed")
     ("port_in_use", r"^(?!.*(?:\bUDS\b|[Bb]inding to socket /|\.sock\b)).*?(?:address already in use|couldn't bind (?:HTTP server )?socket|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
@@ -120,7 +123,7 @@ _RULE_SRC = (
     ("flashinfer_jit", r"No such file or directory: '(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|hipcc)'|"
                        r"\bCould not find (?:the )?[\w-]+ installation\b"),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
-    ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enough memory|cudaErrorMemoryAllocation|"
+    ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enought? memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
             r"max_total_num_tokens.*(?:too small|<=? ?0)|Available KV cache memory: -\d|\bOutOfMemory\b|lack of (?:CPU )?swap space|larger than the maximum number of tokens that can be stored in KV cache|"
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
@@ -205,7 +208,9 @@ _RULE_SRC = (
                          r"\bcomputeCapability not supported\b|"
                          # Triton's backend without the conversion of an FP8 type for this GPU (AMD's fnuz-only GPUs)
                          r"\bUnsupported conversion from 'f8\w*' to\b|"
-                         r"\bTensileLibrary\w*\.dat\b[^\n]*\bfor GPU arch\b"),
+                         r"\bTensileLibrary\w*\.dat\b[^\n]*\bfor GPU arch\b|"
+                         # HIP: the code object has no kernel of that name for this GPU
+                         r"\bhip\w*\.cpp:\d+ *: *\d+ us: +Cannot find Symbol with name\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
@@ -270,7 +275,9 @@ _KERNEL_FAULT = re.compile(r"an illegal memory access was encountered|cudaErrorI
                            r"unspecified launch failure|an illegal instruction was encountered|CUDA error: invalid argument|"
                            r"\bfailed to dispatch (?:head_dim|head dim|page_size|group_size|\w+_size) \d+|"
                            # DeepGEMM's table of kernels without this case: "Unknown cases: sf.dtype=..., arch=90a"
-                           r"\bUnknown cases?: \w+")
+                           r"\bUnknown cases?: \w+|"
+                           # ROCm's word for a kernel's bad access
+                           r"\bMemory access fault by GPU node-\d+")
 _CAPTURE_WRAPPER = re.compile(r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed", re.I)
 # Exceptions and lines that only say that something else failed: never the cause.
 _WRAPPER = re.compile(
@@ -351,7 +358,23 @@ def _native_crash_category(bodies: list[str], at: list[int]) -> str | None:
     for k in at:
         if _NATIVE_CRASH.search(bodies[k]) and any(_COMM_LIB_FRAME.search(b) for b in bodies[k + 1: k + 40]):
             return "nccl_comm"
+        if _NATIVE_CRASH.search(bodies[k]) and _COMM_CALL.search(_crashed_in(bodies, k) or ""):
+            return "nccl_comm"  # the crashing thread's innermost Python frame is a collective's call
     return None
+
+
+# faulthandler's dump of the thread that crashed, innermost frame first
+_CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-f]+ \(most recent call first\):")
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+ in (?P<func>\w+)')
+_COMM_CALL = re.compile(r"torch/distributed/distributed_c10d\.py:(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast|"
+                        r"all_to_all\w*|barrier|send|recv|reduce)$|pynccl\w*\.py:|custom_all_reduce\w*\.py:")
+
+
+def _crashed_in(bodies: list[str], k: int) -> str | None:
+    """'path:function' of the innermost frame faulthandler printed for the thread that crashed at line k."""
+    top = next((j for j in range(k + 1, min(len(bodies), k + 80)) if _CURRENT_THREAD.match(bodies[j])), None)
+    m = _DUMP_FRAME.match(bodies[top + 1]) if top is not None and top + 1 < len(bodies) else None
+    return f"{m['path'].replace(chr(92), '/')}:{m['func']}" if m else None
 
 
 def _rule(text: str) -> tuple[str | None, str | None]:
@@ -595,7 +618,9 @@ def _frame_category(exc: _Exc) -> str | None:
     if frames[-1].func == "bind" and re.search(r"zmq/|socket|asyncio/|uvicorn/|torch/distributed/", real[-1]):
         return "port_in_use"  # raised binding a socket (zmq, asyncio, c10d's store): the address is taken
     names = [f.func for f in frames + exc.user_frames] + [short_path(p) for p in paths]
-    if any(_CAPTURE_FRAME.search(x) for x in names):
+    runner = [f for f in frames if re.search(r"(?:cuda|cpu)_graph_runner", f.path)]
+    replaying = bool(runner) and runner[-1].func.startswith("replay")  # a graph captured before, replayed
+    if any(_CAPTURE_FRAME.search(x) for x in names) and not replaying:
         return "cuda_graph_capture"
     if any(_NCCL_FRAME.search(x) for x in names):
         return "nccl_comm"

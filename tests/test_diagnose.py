@@ -1881,6 +1881,81 @@ def test_failures_v35_taught_have_counter_cases():
     assert d.failed and d.category == "other" and d.known_issue is None, d.render()
 
 
+V36S = [  # failure lines of the v36 tuning set the rules name
+    # a subcommand's argparse usage (the refusal's own line cut off)
+    ("usage: lmdeploy serve api_server [-h] [--server-name SERVER_NAME] [--server-port SERVER_PORT]\n"
+     "                                 model_path\n", "bad_flag"),
+    ("RuntimeError: Not enought memory. Please try to increase --mem-fraction-static.\n", "oom"),
+    # TensorRT-LLM's pydantic model of its arguments refusing them
+    ("2025-11-25T04:35:52.431366Z ERROR engine.get_llm_engine: Error in engine context: 2 validation errors for LlmArgs\n",
+     "bad_flag"),
+    # a kernel's bad access, then NCCL's watchdog meeting the sticky error: the kernel's bug
+    ('  File "/env/vllm/attention/backends/flash_attn.py", line 543, in forward\n'
+     "    output[num_prefill_tokens:] = flash_attn_with_kvcache(\n"
+     "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+     "[rank0]:[E ProcessGroupNCCL.cpp:1335] [PG 2 Rank 0] NCCL watchdog thread terminated with exception: CUDA error: "
+     "an illegal memory access was encountered\n", "other"),
+]
+
+V37S = [  # failure lines of the v37 tuning set the rules name
+    # HIP: no kernel of that name in the code object for this GPU
+    (":0:/src/clr/hipamd/src/hip_global.cpp:117 : 6190051732 us:  Cannot find Symbol with name: _ZN7ck_tile6kentryE\n"
+     "Fatal Python error: Aborted\n", "arch_unsupported"),
+    # shapes that do not fit, quoted by the capture wrapper: the model's sizes
+    ("Exception: Capture cuda graph failed: mat1 and mat2 shapes cannot be multiplied (4x12288 and 8192x4096)\n"
+     "Possible solutions:\n1. disable cuda graph by --disable-cuda-graph\n", "other"),
+    # ROCm's word for a kernel's bad access
+    ("[2025-07-02 03:22:34] Prefill batch. #new-seq: 2, #new-token: 32, #cached-token: 0, #running-req: 45, #queue-req: 81\n"
+     "Memory access fault by GPU node-2 (Agent handle: 0xdedb180) on address 0x7f57d9a00000. Reason: Unknown.\n", "other"),
+    # a segfault whose crashing thread faulthandler shows inside a collective
+    ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f2ea0870640 (most recent call first):\n"
+     '  File "/env/torch/distributed/distributed_c10d.py", line 2501 in all_reduce\n'
+     '  File "/env/torch/distributed/c10d_logger.py", line 83 in wrapper\n', "nccl_comm"),
+    # an assert while replaying a captured graph is no capture failure
+    ('  File "/env/sglang/srt/managers/controller/model_runner.py", line 274, in forward_decode\n'
+     "    return self.cuda_graph_runner.replay(batch)\n"
+     '  File "/env/sglang/srt/managers/controller/cuda_graph_runner.py", line 188, in replay\n'
+     "    assert not batch.return_logprob\nAssertionError\n", "other", "inferred"),
+]
+
+
+def test_failures_v36_v37_taught_have_counter_cases(rules_only):
+    """What v36 and v37 taught, and what it must not catch (the rules alone)."""
+    # SGLang's sampler replacing NaN logits goes on serving; raised, it is a crash
+    nan = "[2024-11-08 04:44:04 TP0] Detected errors during sampling! NaN in the logits.\n"
+    assert not diagnose.classify(nan * 3, CATALOG).failed
+    assert diagnose.classify("ValueError: Detected errors during sampling! NaN in the logits.\n", CATALOG).failed
+    # a segfault whose crashing thread is elsewhere: no communication failure
+    d = diagnose.classify("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f2e (most recent call first):\n"
+                          '  File "/env/vllm/model_executor/layers/sampler.py", line 12 in forward\n'
+                          'Thread 0x00007f2f (most recent call first):\n'
+                          '  File "/env/torch/distributed/distributed_c10d.py", line 2501 in all_reduce\n', CATALOG)
+    assert d.failed and d.category != "nccl_comm", d.render()
+    # "unspecified launch failure" under NCCL's watchdog stays open to NCCL's words (its own kernels end that way)
+    d = diagnose.classify("RuntimeError: CUDA error: unspecified launch failure\n"
+                          "[rank0]:[E ProcessGroupNCCL.cpp:1335] NCCL watchdog thread terminated with exception: CUDA error: "
+                          "unspecified launch failure\nNCCL error: unhandled cuda error\n", CATALOG)
+    assert d.failed and d.category == "nccl_comm", d.render()
+    # a capture frame that captures (not replays) still names the capture
+    d = diagnose.classify('  File "/env/sglang/srt/model_executor/cuda_graph_runner.py", line 188, in capture\n'
+                          "    self.capture_one_batch_size(bs)\nAssertionError\n", CATALOG)
+    assert d.failed and d.category == "cuda_graph_capture", d.render()
+
+
+def test_a_user_interrupt_is_a_stop_not_a_failure():
+    """The terminal's echo of Ctrl+C, and an excerpt that starts inside the interrupt's traceback,
+    are a user stopping the process: no failure (a hang the user gave up on is incomplete)."""
+    log = ("08/28 16:38:02 - service.ft - INFO - session 4, pre seq_len 0, cur seq_len 996, diff 996\n\n"
+           "^CProcess Process-88:\nProcess Process-70:\nTraceback (most recent call last):\n")
+    assert diagnose.classify(log, CATALOG).verdict == "incomplete"
+    frag = ('  File "/env/uvicorn/server.py", line 328, in capture_signals\n    signal.raise_signal(captured_signal)\n'
+            '  File "/env/asyncio/runners.py", line 157, in _on_sigint\n    raise KeyboardInterrupt()\nKeyboardInterrupt\n')
+    assert diagnose.classify(frag, CATALOG).verdict == "incomplete"
+    # a failure before the user's Ctrl+C is still the failure
+    d = diagnose.classify("RuntimeError: CUDA error: out of memory\n^C\n", CATALOG)
+    assert d.failed and d.category == "oom", d.render()
+
+
 SGLANG_START = ("[gpu=0] Load weight end. type=MixtralForCausalLM, dtype=torch.bfloat16, avail mem=10.75 GB\n"
                 "[gpu=0] max_total_num_tokens=463405, max_prefill_tokens=16384, max_running_requests=31\n"
                 "INFO:     Application startup complete.\n"
@@ -1981,7 +2056,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

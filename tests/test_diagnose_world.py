@@ -56,8 +56,8 @@ sources in none of v1-v31, scored once (22/36), a tuning set since. v33 (tests/d
 logs from public sources in none of v1-v32, scored once (26/36), a tuning set since. v34
 (tests/data/world/v34): 60 logs from public sources in none of v1-v33, scored once (26/38), a tuning
 set since. v35 (tests/data/world/v35): 60 logs from public sources in none of v1-v34, scored once
-(26/36), the last set scored, tuned on since (33/36): test_frozen_v35_test_set prints its distance
-to the promise and fails below what the rules reached. Select it alone with -k frozen_v35.
+(26/36), a tuning set since. v36 and v37 (tests/data/world/v36, v37): 59 logs each from public
+sources in none of v1-v35, scored once (30/36 and 28/36), tuning sets since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -557,6 +557,20 @@ V33_FLOOR = {"right_category": 30, "failed": 36, "healthy_called_failed": 0, "in
 # blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
 V34_FLOOR = {"right_category": 30, "failed": 38, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 9}
 
+# v35 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 4738273,
+# before any of its logs was seen by them or by whoever tuned them: 26/36 right category, 0/12
+# healthy called failed, 10/12 incomplete right; 2 of its failures are labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V35_FLOOR = {"right_category": 33, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 12}
+
+# v36 and v37 were scored once as frozen test sets (2026-12-03, rules and model of words of commit
+# 0773246, before any of their logs was seen by them or by whoever tuned them: v36 30/36 right
+# category, 0/12 healthy called failed, 11/11 incomplete right, 4 of its failures labelled from
+# their threads; v37 28/36, 1/12, 9/11, 1 labelled from its thread; blind-labels.jsonl holds an
+# independent reader's labels of each; docs/diagnosis-record.md) and are tuning sets since.
+V36_FLOOR = {"right_category": 34, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
+V37_FLOOR = {"right_category": 33, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -591,6 +605,9 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v32", "split-v32.json", V32_FLOOR, "22/36"),
     ("v33", "split-v33.json", V33_FLOOR, "26/36"),
     ("v34", "split-v34.json", V34_FLOOR, "26/38"),
+    ("v35", "split-v35.json", V35_FLOOR, "26/36"),
+    ("v36", "split-v36.json", V36_FLOOR, "30/36"),
+    ("v37", "split-v37.json", V37_FLOOR, "28/36"),
 ]
 
 
@@ -602,19 +619,3 @@ def test_tuning_set(request, name, split, floor, once):
     _keep(request, name, result)
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
-
-# v35, the last set scored: once (2026-12-03, rules and model of words of commit 4738273, before
-# any of its logs was seen by them or by whoever tuned them: 26/36 right category, 0/12 healthy
-# called failed, 10/12 incomplete right; 2 of its failures are labelled from their threads; an
-# independent reader's labels from the text alone, taken before the scoring, are in
-# blind-labels.jsonl; docs/diagnosis-record.md); tuned on since (33/36, 11/12: the rules reached
-# these after its scoring; floors may only rise).
-V35 = WORLD / "v35"
-V35_FLOOR = {"right_category": 33, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 12}
-
-
-def test_frozen_v35_test_set(request):
-    """v35, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V35, "split-v35.json"))
-    _keep(request, "v35", result)
-    _at_least(result, V35_FLOOR, "v35 (frozen score once: 26/36)")
