@@ -213,6 +213,17 @@ _HEALTH = re.compile("|".join((
     r"\b(?:[Oo]utput|[Tt]oken|[Dd]ecode|[Gg]eneration) throughput\b[^\n]{0,40}?\d[\d.]* ?(?:tok(?:en)?s?|req(?:uest)?s?)/s",
     # (not nccl-tests' rows: a run that hangs at a larger size prints them too)
     r"\bRPS \(request per second\)", r"\b(?:[Dd]ispatch|[Cc]ombine)(?: \+ combine)? bandwidth: [\d.]+ ?GB/s",  # DeepEP's tests
+    # a benchmark script's own summary lines ("Tokens per second: 279.16", "throughput: 22.9 token/s")
+    r"^\s*(?:[Tt]okens per second|[Tt]hroughput): [\d.]+(?: ?(?:tokens?|tok|requests?|req)(?:/s| per second))?\s*$",
+    r"^\s*Number of requests processed: [1-9]",
+    # llama.cpp's timings of a generation that finished
+    r"^(?:llama_print_timings|llama_perf_context_print|common_perf_print):\s+total time = ",
+    # ollama's HTTP log (gin): a generation, chat or embedding request answered (not its "Listening
+    # on": its runner loads the model after it, on the first request)
+    r'\[GIN\][^|]*\|\s*200\s*\|[^|]*\|[^|]*\|\s*POST\s+"/(?:api/(?:generate|chat|embed\w*)|v1/\S+)"',
+    # llama.cpp's JSON request log, and a router's request span with its timings (TGI, TEI)
+    r'"msg":\s*"request"[^\n]*"status":\s*200\b',
+    r'\btotal_time="[\d.]+\w*s"[^\n]*\binference_time="',
 )))
 
 # Failure evidence, whatever the line's level.

@@ -1942,6 +1942,31 @@ def test_failures_v36_v37_taught_have_counter_cases(rules_only):
     assert d.failed and d.category == "cuda_graph_capture", d.render()
 
 
+@pytest.mark.parametrize("line", [
+    "llama_print_timings:       total time = 22857.59 ms",
+    "llama_perf_context_print:        total time =  132631.89 ms /  2909 tokens",
+    'ollama[1232]: [GIN] 2026/01/20 - 23:21:17 | 200 |  200.665714ms |       127.0.0.1 | POST     "/api/generate"',
+    '{"function":"log_server_request","level":"INFO","line":2737,"method":"GET","msg":"request","params":{},"path":"/health","status":200}',
+    '2025-08-09T19:36:03Z  INFO openai_embed{total_time="685.148571ms" tokenization_time="8.8ms" queue_time="724.3µs" '
+    'inference_time="675.535478ms"}: text_embeddings_router::http::server: Success',
+    "Tokens per second: 279.16", "throughput: 22.92672973632506 token/s", "Number of requests processed: 500",
+])
+def test_health_of_other_servers_and_benchmarks(line):
+    """A request served (ollama, llama.cpp's JSON log, a router's request span), a generation's
+    timings, a benchmark's summary: health, so the log is clean."""
+    assert diagnose.classify("loading the model\n" + line + "\n", CATALOG).verdict == "clean"
+
+
+def test_what_only_looks_like_health():
+    # ollama listening: its runner loads the model on the first request, after it
+    listening = 'time=2025-07-27T08:42:57 level=INFO source=routes.go:1288 msg="Listening on 127.0.0.1:11434 (version 0.9.6)"\n'
+    assert diagnose.classify(listening, CATALOG).verdict == "incomplete"
+    # a request ollama answered with an error, a benchmark's configuration table
+    assert diagnose.classify('[GIN] 2026/01/20 - 23:21:17 | 500 |  2.1s | 127.0.0.1 | POST "/api/generate"\n',
+                             CATALOG).verdict != "clean"
+    assert diagnose.classify("| Expected number of requests       | 100 |\n", CATALOG).verdict == "incomplete"
+
+
 def test_a_user_interrupt_is_a_stop_not_a_failure():
     """The terminal's echo of Ctrl+C, and an excerpt that starts inside the interrupt's traceback,
     are a user stopping the process: no failure (a hang the user gave up on is incomplete)."""
