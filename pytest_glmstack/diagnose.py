@@ -167,10 +167,14 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
                 while top > 0 and (frame_at[top - 1] or top - 1 in code):
                     top -= 1
                 stopping |= set(range(top, k + 1))
+    # a request handler's error record (vLLM's serving_chat.py, its chat template, a tool-call or
+    # reasoning parser) is that request's: those only run while the server serves, and it lives on
+    # (after health where the excerpt shows it; an excerpt of only such records shows a server serving)
+    handled = [k for k in fails if _REQUEST_HANDLER.search(lines[k].raw)]
     if health:
-        # a request handler's error record (vLLM's serving_chat.py, its chat template, a tool-call
-        # or reasoning parser), after the server first showed health, is that request's: the server lives on
-        rejected |= {k for k in fails if k > health[0] and _REQUEST_HANDLER.search(lines[k].raw)}
+        rejected |= {k for k in handled if k > health[0]}
+    elif handled and len(handled) == len(fails):
+        rejected |= set(handled)
     sticky = [k for k in fails if _STICKY_FATAL.search(bodies[k])]
     ready_at = health[-1] if health else -1
 
@@ -185,10 +189,15 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     for k in range(n - 1, -1, -1):
         after[k] = max(after[k + 1], stage_at.get(k + 1, -1) if k + 1 < n else -1)
     survived = -1
+    stamp = [_timestamp(ln.raw) for ln in lines]
     for k in fails:
         if _CONDITION.search(bodies[k]):
             continue  # a state, not an event: the start-up going on does not cure it
-        if after[k] >= 2 and after[k] > before[k]:
+        if after[k] >= 2 and after[k] > before[k] and (stamp[k] is None or any(
+                st > before[k] and st >= 2 and (stamp[j] is None or stamp[j] > stamp[k])
+                for j, st in stage_at.items() if j > k)):
+            # (not where every later phase bears an earlier or the same time: lines pasted out of order,
+            # newest first, or the failure's own context printed with it)
             survived = k
     start = max(ready_at, survived) + 1
     live = [k for k in fails if k >= start and k not in stopping and k not in rejected]
@@ -281,13 +290,21 @@ def _past_warmup(bodies: list[str], health: list[int], fails: list[int]) -> list
 
 
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
+# a record's date and time ("[2025-04-04 06:22:32 TP4]", "2025-03-21 07:44:04", "INFO 03-20 16:44:04")
+_STAMP = re.compile(r"^\W{0,3}(?:\(\w+ pid=\d+\) )?(?:[A-Z]+ )?(?P<d>(?:\d{4}-)?\d\d-\d\d)[ T](?P<t>\d\d:\d\d:\d\d)")
+
+
+def _timestamp(raw: str) -> str | None:
+    """A sortable stamp of a record's leading date and time, if it has one."""
+    m = _STAMP.match(raw)
+    return f"{m['d'][-5:]} {m['t']}" if m else None
 # A request refused by validation, answered with a 4xx: one request's error, not the server's
 _REJECTED_REQUEST = re.compile(r"^\s*(?:(?:[\w.]+\.)?(?:VLLMValidationError|RequestValidationError)\b|"
                                # the OpenAI-style error a server answers a request with ("The model
                                # `x` does not exist." ... type='NotFoundError' param=None code=404)
                                r".*\btype='\w+' param=\S+ code=4\d\d\b)")
 # (chat_utils.py: vLLM applying a request's chat template)
-_REQUEST_HANDLER = re.compile(r"\b(?:ERROR|WARNING) \d\d-\d\d [\d:.]+ \[(?:serving_\w+|chat_utils|\w*tool_parser\w*|\w*reasoning_parser\w*)\.py:\d+\]")
+_REQUEST_HANDLER = re.compile(r"\b(?:ERROR|WARNING) \d\d-\d\d [\d:.]+ \[?(?:serving_\w+|chat_utils|\w*tool_parser\w*|\w*reasoning_parser\w*)\.py:\d+\]")
 # The lines a server prints when a signal stops it on purpose (vLLM, TGI, uvicorn under a
 # supervisor), not SGLang's "Received sigquit" from a crashed child
 _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG(?:INT|TERM)\b|\bCaught SIG(?:INT|TERM)\b|"

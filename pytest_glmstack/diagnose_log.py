@@ -305,7 +305,13 @@ _FAIL = re.compile("|".join((
     # Dynamo giving up on a function that recompiled too often (logged as a warning)
     r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
-    r"\bMemory access fault by GPU node-\d+",  # ROCm's report of a kernel's bad access (CUDA's illegal memory access)
+    r"\bMemory access fault by GPU node-\d+",
+    # Vulkan's and Metal's allocations that failed (ggml): "ErrorOutOfDeviceMemory", "command buffer 0 failed with status 5"
+    r"\bErrorOutOf(?:Device|Host|Pool)Memory\b", r"\bDevice memory allocation of size \d+ failed\b",
+    r"\bcommand buffer \d+ failed with status \d+", r"\bkIOGPUCommandBufferCallbackError\w+",
+    r"\bInvalid SPIR-V module\b",  # the GPU runtime refusing a kernel module it was given to build
+    # the shell's "Segmentation fault (core dumped)" in other languages
+    r"段错误|核心已转储|Speicherzugriffsfehler|Erreur de segmentation|Violación de segmento|Falha de segmentação",  # ROCm's report of a kernel's bad access (CUDA's illegal memory access)
     r"\bhip\w*\.cpp:\d+ *: *\d+ us: +Cannot find Symbol with name\b",  # HIP: no kernel in the code object for this GPU
     r"^(?:ggml|llama|gguf|clip)_\w+: error: ",  # ggml's and llama.cpp's own error prints ("ggml_metal_init: error: ...")
     r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b",  # ggml: "failed to allocate CUDA0 buffer of size ..."

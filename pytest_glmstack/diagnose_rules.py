@@ -61,6 +61,8 @@ _RULE_SRC = (
     # two tensors whose shapes do not fit (a draft model's against the target's): the model's or the
     # code's sizes, also when a capture wrapper quotes it
     ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b"),
+    # a checkpoint file that does not parse: the model's files
+    ("other", r"\bSafetensorError\b|\bError while deserializing header\b"),
     ("bad_flag", r"^error: invalid argument: \S|"
                  # two options refused together, whatever exception carries it: "--enable-auto-tool-choice
                  # and --enable-reasoning cannot be enabled at the same time"
@@ -124,7 +126,9 @@ _RULE_SRC = (
                        r"\bCould not find (?:the )?[\w-]+ installation\b"),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enought? memory|cudaErrorMemoryAllocation|"
-            r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|KV cache (?:is )?too small|"
+            r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|"
+            # Vulkan's and Metal's words (ggml)
+            r"\bErrorOutOf(?:Device|Host|Pool)Memory\b|\bDevice memory allocation of size \d+ failed\b|\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b|\bInsufficient Memory\b|KV cache (?:is )?too small|"
             r"max_total_num_tokens.*(?:too small|<=? ?0)|Available KV cache memory: -\d|\bOutOfMemory\b|lack of (?:CPU )?swap space|larger than the maximum number of tokens that can be stored in KV cache|"
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
@@ -144,7 +148,7 @@ _RULE_SRC = (
                   + _WRONG_DATA + r"|"
                   # NVSHMEM's own error print: '<src>/host/mem/mem_heap.cpp:1519: non-zero status: 1 cuMemMap failed'
                   r"/src/(?:host|modules|device)/\w+/[\w/]*\.(?:cpp|cu):\d+: (?:non-zero status|NULL value)|"
-                  r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|"
+                  r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|\bmonitoredBarrier\b|"
                   # KV-cache transfer engines between instances (disaggregated prefill/decode)
                   r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b|"
                   r"\bNIXL (?:transfer|handshake)\w* (?:failure|failed|error)\b|\bhandshake_setup_failed\b|"
@@ -220,7 +224,7 @@ _RULE_SRC = (
                        r"\bstack frame size \(\d+\) exceeds limit\b|"
                        # an assertion in Triton's MLIR compiler (its lib/Analysis, lib/Dialect, ... sources)
                        r"/lib/(?:Analysis|Conversion|Dialect|Target)/[\w/]+\.cpp:\d+: .*Assertion .* failed|"
-                       r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|"
+                       r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|\bInvalid SPIR-V module\b|"
                        # an assertion in a JIT runtime's own code (DeepGEMM's jit/kernel_runtime.hpp: the
                        # compiler's exit code), not in a kernel's header it includes (jit/../include/)
                        r"Assertion (?:error|exception|failed)\W+[^\s()]*/jit/(?!\.\.)[\w.-]+\.(?:hpp|h|cuh|cpp|cu|cc):\d+|"
@@ -261,7 +265,7 @@ _RULE_SRC = (
     ("startup_hang", r"[Ww]atchdog timeout|Failed to wait for (?:all )?[\w ]{1,30} to be ready|(?:never|did not|didn't) become ready\b|soft watchdog|not responding|Timeout while waiting for|timed out after \d+|Timed out waiting|"
                      r"DistStoreError|waitForInput|No available shared memory broadcast block|deadlock(?! in distributed execution)|\bTimeoutError\b|"
                      # SGLang's router giving up on its workers: "Timeout 300s waiting for workers [...] to become healthy"
-                     r"\bTimeout \d+s waiting for\b|\bwaiting for workers\b[^\n]{0,200}\bto become healthy\b|"
+                     r"\bTimeout \d+s waiting for\b|\btimeout scanning server log\b|\bwaiting for workers\b[^\n]{0,200}\bto become healthy\b|"
                      # a request of the start-up (the warm-up's) that got no answer in its time
                      r"\bRead timed out\. \(read timeout=\d+"),
 )
