@@ -139,6 +139,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
               and not any(k - 30 <= j < k for j in compiling)]
     fails.sort()
     health = _past_warmup(bodies, health, fails)
+    # SGLang kills its whole process tree on "Received sigquit from a child process": a line of
+    # serving printed after it is a straggler of the dying server, no health
+    killed = next((k for k in fails if _SELF_KILL.search(bodies[k])), None)
+    if killed is not None:
+        health = [k for k in health if k < killed]
 
     # A traceback ending in KeyboardInterrupt is the process being stopped (Ctrl+C, SIGINT), not a
     # failure: its lines are no evidence, and a hang stopped that way stays a hang.
@@ -269,6 +274,7 @@ _SGLANG_READY = re.compile(r"The server is fired up and ready to roll")
 _SGLANG_WARMUP = re.compile(r"Uvicorn running on|Application startup complete|Waiting for application startup|Route: /|"
                             r'"GET /(?:get_model_info|model_info|health\w*|get_server_info|server_info) HTTP|\bPrefill batch\b')
 # the interpreter's shutdown: the process ended
+_SELF_KILL = re.compile(r"Received sigquit from a child process")
 _SHUTDOWN = re.compile(r"\bleaked (?:shared_memory|semaphore) objects to clean up at shutdown")
 _BATCH = re.compile(r"\b(?:Prefill|Decode) batch\b")
 

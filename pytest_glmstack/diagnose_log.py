@@ -223,12 +223,15 @@ _HEALTH = re.compile("|".join((
     r'\[GIN\][^|]*\|\s*200\s*\|[^|]*\|[^|]*\|\s*POST\s+"/(?:api/(?:generate|chat|embed\w*)|v1/\S+)"',
     # llama.cpp's JSON request log, and a router's request span with its timings (TGI, TEI)
     r'"msg":\s*"request"[^\n]*"status":\s*200\b',
+    r"\blog_server_r: request: (?:POST|GET) /(?:v1/\S+|completion\S*|chat\S*|infill|embedding\S*) \S+ 200\b",
     r'\btotal_time="[\d.]+\w*s"[^\n]*\binference_time="',
 )))
 
 # Failure evidence, whatever the line's level.
 _MEMORY_KILL = (r"\b(?:KILL(?:ED|ING)?|[Kk]ill(?:ed|ing)?)\b[^\n]{0,80}\b(?:Mem(?:Available|Free)|memory|RAM)\b[^\n]{0,60}"
                 r"(?:<|\bbelow\b|\bunder\b|\blow\b|\bexceed)|\bOut of memory: Kill(?:ed)? process\b|\bOOMKilled\b")
+# the shell's report of a build's compiler process killed (the kernel's OOM killer, in a container)
+_COMPILER_KILLED = r"\bKilled\s+(?:\S*/)?(?:cicc|cc1plus|cc1|ptxas|nvcc|gcc|g\+\+|c\+\+|clang\+\+|ld|cudafe\+\+)\s"
 _WRONG_DATA = r"# Out of bounds values\s*:\s*[1-9]\d* FAILED"  # nccl-tests' failed data check
 _FAIL = re.compile("|".join((
     r"Traceback \(most recent call last\)",
@@ -307,7 +310,10 @@ _FAIL = re.compile("|".join((
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
     r"\bMemory access fault by GPU node-\d+",
     # Vulkan's and Metal's allocations that failed (ggml): "ErrorOutOfDeviceMemory", "command buffer 0 failed with status 5"
-    r"\bErrorOutOf(?:Device|Host|Pool)Memory\b", r"\bDevice memory allocation of size \d+ failed\b",
+    r"\bErrorOutOf(?:Device|Host|Pool)Memory\b",
+    # ggml's context of a CUDA error: the function and the call that failed ("  cudaGraphKernelNodeSetParams(...)")
+    r"^\s*current device: -?\d+, in function \w+ at ", r"^\s*cuda(?:Graph)?\w+\(\S",
+    _COMPILER_KILLED, r"\bDevice memory allocation of size \d+ failed\b",
     r"\bcommand buffer \d+ failed with status \d+", r"\bkIOGPUCommandBufferCallbackError\w+",
     r"\bInvalid SPIR-V module\b",  # the GPU runtime refusing a kernel module it was given to build
     # the shell's "Segmentation fault (core dumped)" in other languages

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .diagnose_log import _MEMORY_KILL, _WRONG_DATA, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
+from .diagnose_log import _COMPILER_KILLED, _MEMORY_KILL, _WRONG_DATA, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
 
 # --- evidence ---------------------------------------------------------------------------------
@@ -60,13 +60,15 @@ _RULE_SRC = (
               r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
     # two tensors whose shapes do not fit (a draft model's against the target's): the model's or the
     # code's sizes, also when a capture wrapper quotes it
-    ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b"),
+    ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b|\bThe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"),
     # a checkpoint file that does not parse: the model's files
     ("other", r"\bSafetensorError\b|\bError while deserializing header\b"),
     ("bad_flag", r"^error: invalid argument: \S|"
                  # two options refused together, whatever exception carries it: "--enable-auto-tool-choice
                  # and --enable-reasoning cannot be enabled at the same time"
-                 r"--[\w-]+ (?:and|with) --[\w-]+ (?:cannot|can't|can not|must not) be (?:enabled|used|set|specified|combined)\b|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
+                 r"--[\w-]+ (?:and|with) --[\w-]+ (?:cannot|can't|can not|must not) be (?:enabled|used|set|specified|combined)\b|"
+                 # "Model InternVLChatModel does not support LoRA, but LoRA is enabled"
+                 r"\bdoes not support [\w -]{1,40}, but [\w -]{1,40} (?:is|are) enabled\b|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
                  r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|"
                  r"number of required GPUs exceeds the (?:total )?number of available GPUs|"
@@ -105,6 +107,8 @@ _RULE_SRC = (
                            r"accessing tensor output of CUDAGraphs|CUDAGraphs? .*overwritten|"
                            # a graph's capture_begin refused (torch_npu names its NPUGraph.cpp)
                            r"\bcapture_begin\b[^\n]{0,80}(?:error|fail)|(?:CUDA|NPU)Graph\.cpp:\d+|"
+                           # a captured graph's update refused (ggml: cudaGraphKernelNodeSetParams, cudaGraphExecUpdate)
+                           r"^\s*cudaGraph(?:KernelNodeSetParams|ExecUpdate|ExecKernelNodeSetParams|Instantiate)\w*\(|"
                            # torch_npu's assert on the ACL graph's capture status
                            r"\baclmdlRICapture\w*|_CAPTURE_STATUS_\w+"),
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
@@ -116,6 +120,8 @@ _RULE_SRC = (
     ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|^\s*Cuda failure 'out of memory'|"
             # NVSHMEM prints the CUDA driver's status: 2 is CUDA_ERROR_OUT_OF_MEMORY
             r"non-zero status: 2 cuMem(?:Create|Alloc\w*|Map)\b"),
+    # a build whose compiler the kernel killed (its OOM killer): memory, not the code being built
+    ("oom", _COMPILER_KILLED),
     # a compiler's own diagnostic in a kernel source is a build failure, whatever the source is
     # for (flashinfer/comm/vllm_custom_all_reduce.cuh); not an arch check's "#error ... sm_90"
     ("flashinfer_jit", r"^(?!.*(?:\bsm_?\d|\barch|capabilit))" + _NOT_SOURCE_BUILD +
@@ -162,7 +168,7 @@ _RULE_SRC = (
                          # LLVM cannot emit an instruction of the target (tcgen05, wgmma: an arch's own ISA)
                          r"LLVM ERROR: Cannot select: intrinsic %llvm\.nvvm\.|"
                          r"\bonly supports? (?:Ampere|Hopper|Ada|Turing|Volta|Blackwell|sm_?\d+)\w* GPUs? or newer|"
-                         r"Unsupported architecture|architecture (?:is )?not supported|\bUnsupported SM version|"
+                         r"Unsupported architecture|architecture (?:is )?not supported|\bUnsupported SM version|\bArch unsupported for\b|"
                          r"\bdoes not support\b[^\n]{0,80}\b(?:with|on) (?:compute )?capability \d+|"
                          r"\bexcept on\b[^\n]{0,60}\b(?:Arch|architectures?|GPUs?)\b|"
                          r"(?:requires|only supported on|only support) (?:SM|sm_?|compute capability )\s?(?:[<>=]=?\s?)?\d+|sm_?\d+a? is not supported|"

@@ -1964,6 +1964,42 @@ V38S = [  # failure lines of the v38 and v39 tuning sets the rules name
 ]
 
 
+V40S = [  # failure lines of the v40 and v41 tuning sets the rules name
+    ("RuntimeError: The size of tensor a (1280) must match the size of tensor b (2560) at non-singleton dimension 1\n",
+     "other"),
+    # the kernel's OOM killer taking a build's compiler
+    ("#4 3570.9       /bin/bash: line 1:   367 Killed                  cicc --c++17 --gnu_version=90400 -arch compute_70\n"
+     "#4 3570.9 ninja: build stopped: subcommand failed.\n", "oom"),
+    # ggml's CUDA graph update refused
+    ("CUDA error: invalid argument\n  current device: 0, in function ggml_backend_cuda_graph_compute at ggml/src/ggml-cuda.cu:2727\n"
+     "  cudaGraphKernelNodeSetParams(cuda_ctx->cuda_graph->nodes[i], &cuda_ctx->cuda_graph->params[i])\n", "cuda_graph_capture"),
+    ("ValueError: Model InternVLChatModel does not support LoRA, but LoRA is enabled. Support for this model may be "
+     "added in the future.\n", "bad_flag"),
+    ("RuntimeError: [TensorRT-LLM Error][CutlassFp4GemmRunner][GEMM Dispatch] Arch unsupported for CUTLASS FP4 GEMM\n",
+     "arch_unsupported"),
+]
+
+
+def test_failures_v40_v41_taught_have_counter_cases():
+    """What v40 and v41 taught, and what it must not catch."""
+    # a compile error, no compiler killed: the build's failure
+    d = diagnose.classify("/tmp/x/csrc/cache_kernels.cu(12): error: identifier \"foo\" is undefined\n"
+                          "ninja: build stopped: subcommand failed.\n", CATALOG)
+    assert d.failed and d.category != "oom", d.render()
+    # ggml's compute graph (not a CUDA graph) named in a CUDA error's context is no capture
+    d = diagnose.classify("CUDA error: out of memory\n  current device: 0, in function ggml_backend_cuda_graph_compute at "
+                          "ggml/src/ggml-cuda.cu:2727\n  cudaMalloc(&ptr, size)\n", CATALOG)
+    assert d.failed and d.category == "oom", d.render()
+    # SGLang killing itself after a child's failure: a request line printed after it is no health
+    log = ("RuntimeError: CUDA error: an illegal memory access was encountered\n"
+           "[2025-04-29 09:06:52] Received sigquit from a child process. It usually means the child failed.\n"
+           '172.23.0.1:55538 - "POST /generate HTTP/1.1" 200 OK\n')
+    assert diagnose.classify(log, CATALOG).failed
+    # llama.cpp's server answering a request: health; answering it with an error: none
+    assert diagnose.classify("srv  log_server_r: request: POST /v1/chat/completions 172.17.0.1 200\n", CATALOG).verdict == "clean"
+    assert diagnose.classify("srv  log_server_r: request: GET /api/version 127.0.0.1 404\n", CATALOG).verdict != "clean"
+
+
 def test_failures_v38_v39_taught_have_counter_cases():
     """What v38 and v39 taught, and what it must not catch."""
     # a record of a request's tool-call parser, with no other failure: a server serving
@@ -2130,7 +2166,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

@@ -59,7 +59,8 @@ set since. v35 (tests/data/world/v35): 60 logs from public sources in none of v1
 (26/36), a tuning set since. v36 and v37 (tests/data/world/v36, v37): 59 logs each from public
 sources in none of v1-v35, scored once (30/36 and 28/36), tuning sets since. v38 and v39
 (tests/data/world/v38, v39): 60 and 56 logs from public sources in none of v1-v37, scored once
-(27/36 and 28/35), tuning sets since.
+(27/36 and 28/35), tuning sets since. v40 and v41 (tests/data/world/v40, v41): 59 logs each from
+public sources in none of v1-v39, scored once (28/36 and 30/36), tuning sets since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -582,6 +583,14 @@ V37_FLOOR = {"right_category": 33, "failed": 36, "healthy_called_failed": 0, "in
 V38_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 12}
 V39_FLOOR = {"right_category": 31, "failed": 35, "healthy_called_failed": 1, "incomplete_ok": 8, "incomplete": 8}
 
+# v40 and v41 were scored once as frozen test sets (2026-12-03, rules and model of words of commit
+# 618e10d, before any of their logs was seen by them or by whoever tuned them: v40 28/36 right
+# category, 1/12 healthy called failed, 11/11 incomplete right, 4 of its failures labelled from
+# their threads; v41 30/36, 0/12, 11/11, 2 labelled from their threads; blind-labels.jsonl holds an
+# independent reader's labels of each; docs/diagnosis-record.md) and are tuning sets since.
+V40_FLOOR = {"right_category": 31, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
+V41_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -621,6 +630,8 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v37", "split-v37.json", V37_FLOOR, "28/36"),
     ("v38", "split-v38.json", V38_FLOOR, "27/36"),
     ("v39", "split-v39.json", V39_FLOOR, "28/35"),
+    ("v40", "split-v40.json", V40_FLOOR, "28/36"),
+    ("v41", "split-v41.json", V41_FLOOR, "30/36"),
 ]
 
 
