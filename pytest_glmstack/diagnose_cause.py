@@ -20,7 +20,7 @@ from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _REFUSAL_EXC, _SET
 
 _NCCL_CUDA_FAILURE = re.compile(r"unhandled cuda error|ncclUnhandledCudaError", re.I)
 _SHAPE_CHECK = re.compile(r"\bmust (?:be )?divisible by\b|\bis not divisible by\b|\bmust be a multiple of\b|\bis not a multiple of\b")
-_CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError|ZeroDivisionError)$")
+_CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError|ZeroDivisionError|RecursionError)$")
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
 # A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher
 # stubs, Inductor's C++ wrappers) that exited non-zero: a JIT build failure, whoever wraps it
@@ -196,7 +196,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                 category, basis = "other", "exception"
     # A programming error (TypeError, AttributeError, ...) in the code a capture ran is that code's
     # bug: the capture wrapper or the capture frames around it name where it struck, not why.
-    code_bug = causal is not None and bool(_CODE_BUG.search(causal.name or ""))
+    code_bug = causal is not None and bool(_CODE_BUG.search(causal.name or "") or (
+        (causal.name or "").endswith("ValueError") and _UNPACK.search(causal.head)))
     if code_bug and not named and category in ("cuda_graph_capture", "nccl_comm", "flashinfer_jit"):
         category = basis = None  # (nor inside communication or JIT code: "where", not "why")
     if category == "dynamo_other" and any(r is not None and _INDUCTOR_WRAPPER.search(f"{r.head}\n{r.raise_src}")
@@ -276,6 +277,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # a watchdog or timeout while serving: the start-up was over (the server was ready, or the
         # engine timed out waiting on a step of serving: vLLM's "RPC call to execute_model timed out")
         category = "other"
+        ruled_other = True  # (a judgement, not an absence: the words of a stall must not bring it back)
     if category == "startup_hang" and any(_STALLED_IN_BUILD.search(ln.body) for ln in lines[start:]):
         # a stall whose stack dump (py-spy's "func (path.py:N)") sits in a JIT build or its cache's lock
         category, basis = "flashinfer_jit", "location"
@@ -313,7 +315,11 @@ _CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --me
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
-_SERVING_STEP_TIMEOUT = re.compile(r"\bRPC call to execute_model timed out\b")
+# Python's unpacking of a value of the wrong shape: a programming error, raised as a ValueError
+_UNPACK = re.compile(r"\b(?:not enough|too many) values to unpack\b")
+_SERVING_STEP_TIMEOUT = re.compile(r"\bRPC call to execute_model timed out\b|"
+                                   # Ray's compiled graph (vLLM's pipeline steps) waiting on a step's result
+                                   r"\bRayChannelTimeoutError\b")
 _BAD_ACCESS = re.compile(r"an illegal memory access was encountered|cudaErrorIllegalAddress|misaligned address|"
                          r"an illegal instruction was encountered")
 _OUT_OF_RESOURCES = re.compile(r"OutOfResources|out of resource", re.I)

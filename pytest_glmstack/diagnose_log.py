@@ -315,7 +315,7 @@ _FAIL = re.compile("|".join((
     r"^\s*current device: -?\d+, in function \w+ at ", r"^\s*cuda(?:Graph)?\w+\(\S",
     _COMPILER_KILLED, r"\bDevice memory allocation of size \d+ failed\b",
     r"\bcommand buffer \d+ failed with status \d+", r"\bkIOGPUCommandBufferCallbackError\w+",
-    r"\bInvalid SPIR-V module\b",  # the GPU runtime refusing a kernel module it was given to build
+    r"\bInvalid SPIR-V module\b", r"\b(?:PI|CL|UR_RESULT)_ERROR_\w+",  # the GPU runtime's (SYCL's, OpenCL's) error codes  # the GPU runtime refusing a kernel module it was given to build
     # the shell's "Segmentation fault (core dumped)" in other languages
     r"段错误|核心已转储|Speicherzugriffsfehler|Erreur de segmentation|Violación de segmento|Falha de segmentação",  # ROCm's report of a kernel's bad access (CUDA's illegal memory access)
     r"\bhip\w*\.cpp:\d+ *: *\d+ us: +Cannot find Symbol with name\b",  # HIP: no kernel in the code object for this GPU
@@ -365,7 +365,9 @@ _FALLBACK = re.compile(r"fall(?:ing)? ?back|[Uu]sing (?:the )?(?:fallback|defaul
 # The servers' dumps of their whole configuration (SGLang's server_args, vLLM's engine config,
 # also after a crash) name every option (disable_custom_all_reduce, ...): never evidence.
 _CONFIG_DUMP_SRC = (r"server_args=|Dumping input data for V1 LLM engine|Dumping scheduler output for model execution|"
-                    r"LLM engine \(v[\w.+-]+\) with config: |non-default args: \{")
+                    r"LLM engine \(v[\w.+-]+\) with config: |non-default args: \{|"
+                    # vLLM's API server printing its parsed command line
+                    r"\] args: Namespace\(")
 _CONFIG_DUMP = re.compile(_CONFIG_DUMP_SRC)
 
 _BENIGN = re.compile("|".join((

@@ -50,7 +50,10 @@ _RULE_SRC = (
     # NCCL's watchdog reporting a kernel's fault (the CUDA error is sticky: the collective only met it)
     # (not "unspecified launch failure": NCCL's own kernels, a link that failed, end that way too)
     ("other", r"watchdog thread terminated with exception: CUDA error: (?:an illegal memory access|misaligned address|"
-              r"an illegal instruction)|^an illegal memory access was encountered$"),
+              r"an illegal instruction)|^an illegal memory access was encountered$|"
+              # a kernel's own assertion (an index out of bounds): the code or the model, whoever reports
+              # it (not a communication library's device code: MSCCL++'s FIFO asserting is its failure)
+              r"^(?!.*(?:mscclpp|nccl|nvshmem|deep_?ep)).*(?:\bdevice-side assert(?:ion)? triggered\b|\bcudaErrorAssert\b)"),
     # the GPU's memory failed (an uncorrectable ECC error): the hardware, whichever library met it first
     # (NCCL's watchdog, custom all-reduce)
     ("other", r"\buncorrectable ECC error\b|\bcudaErrorECCUncorrectable\b|\bCUDA_ERROR_ECC_UNCORRECTABLE\b"),
@@ -134,7 +137,7 @@ _RULE_SRC = (
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enought? memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|"
             # Vulkan's and Metal's words (ggml)
-            r"\bErrorOutOf(?:Device|Host|Pool)Memory\b|\bDevice memory allocation of size \d+ failed\b|\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b|\bInsufficient Memory\b|KV cache (?:is )?too small|"
+            r"\bErrorOutOf(?:Device|Host|Pool)Memory\b|\b(?:PI|UR_RESULT)_ERROR_OUT_OF_(?:HOST|DEVICE)_MEMORY\b|\bDevice memory allocation of size \d+ failed\b|\bkIOGPUCommandBufferCallbackErrorOutOfMemory\b|\bInsufficient Memory\b|KV cache (?:is )?too small|"
             r"max_total_num_tokens.*(?:too small|<=? ?0)|Available KV cache memory: -\d|\bOutOfMemory\b|lack of (?:CPU )?swap space|larger than the maximum number of tokens that can be stored in KV cache|"
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
@@ -231,6 +234,7 @@ _RULE_SRC = (
                        # an assertion in Triton's MLIR compiler (its lib/Analysis, lib/Dialect, ... sources)
                        r"/lib/(?:Analysis|Conversion|Dialect|Target)/[\w/]+\.cpp:\d+: .*Assertion .* failed|"
                        r"CUDA_ERROR_INVALID_IMAGE|device kernel image is invalid|\bInvalid SPIR-V module\b|"
+                       r"\b(?:PI|CL|UR_RESULT)_ERROR_BUILD_PROGRAM_FAILURE\b|"
                        # an assertion in a JIT runtime's own code (DeepGEMM's jit/kernel_runtime.hpp: the
                        # compiler's exit code), not in a kernel's header it includes (jit/../include/)
                        r"Assertion (?:error|exception|failed)\W+[^\s()]*/jit/(?!\.\.)[\w.-]+\.(?:hpp|h|cuh|cpp|cu|cc):\d+|"
@@ -287,7 +291,7 @@ _KERNEL_FAULT = re.compile(r"an illegal memory access was encountered|cudaErrorI
                            # DeepGEMM's table of kernels without this case: "Unknown cases: sf.dtype=..., arch=90a"
                            r"\bUnknown cases?: \w+|"
                            # ROCm's word for a kernel's bad access
-                           r"\bMemory access fault by GPU node-\d+")
+                           r"\bMemory access fault by GPU node-\d+|\binvalid resource handle\b")
 _CAPTURE_WRAPPER = re.compile(r"Capture (?:\w+ )?(?:cuda|CUDA|cpu|CPU) graph failed|CUDA graph capture failed|Piecewise CUDA Graph failed", re.I)
 # Exceptions and lines that only say that something else failed: never the cause.
 _WRAPPER = re.compile(

@@ -1980,6 +1980,42 @@ V40S = [  # failure lines of the v40 and v41 tuning sets the rules name
 ]
 
 
+V42S = [  # failure lines of the v42 and v43 tuning sets the rules name
+    ("RuntimeError: CUDA error: device-side assert triggered\n"
+     "terminate called after throwing an instance of 'c10::DistBackendError'\n", "other"),
+    ("Native API failed. Native API returns: -6 (PI_ERROR_OUT_OF_HOST_MEMORY) -6 (PI_ERROR_OUT_OF_HOST_MEMORY)\n"
+     "/app/ggml/src/ggml-sycl/common.hpp:107: SYCL error\n", "oom"),
+    ("-11 (PI_ERROR_BUILD_PROGRAM_FAILURE)Exception caught at file:/home/u/llama/ggml/src/ggml-sycl.cpp, line:2722\n",
+     "flashinfer_jit"),
+    ("CUDA error 400 at ggml-cuda.cu:3343: invalid resource handle\n", "other"),
+    # Ray's compiled graph waiting on a step of serving
+    ("ERROR 06-12 10:46:34 [core.py:517] ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for "
+     "object available to read. ObjectID: 00fc911a\n", "other"),
+]
+
+
+def test_failures_v42_v43_taught_have_counter_cases(rules_only):
+    """What v42 and v43 taught, and what it must not catch (the rules alone)."""
+    # MSCCL++'s own device code asserting is its failure, not a model's
+    d = diagnose.classify("Unhandled exception: N7mscclpp9CudaErrorE. what(): Call to cudaStreamSynchronize(stream_) failed. "
+                          "/src/mscclpp/src/connection.cc:89 (Cuda failure: device-side assert triggered)\n", CATALOG)
+    assert d.failed and d.category == "nccl_comm", d.render()
+    # a code bug is one wherever its words sit (a RecursionError, a value unpacked of the wrong length)
+    for exc in ("RecursionError: maximum recursion depth exceeded",
+                "ValueError: not enough values to unpack (expected 2, got 1)"):
+        d = diagnose.classify('  File "/env/vllm/distributed/parallel_state.py", line 9, in all_reduce\n    a, b = x\n' + exc + "\n",
+                              CATALOG)
+        assert d.failed and d.category == "other", d.render()
+    # ... but inside Dynamo it is Dynamo's failure
+    d = diagnose.classify('  File "/env/torch/_dynamo/symbolic_convert.py", line 9, in step\n    a, b = x\n'
+                          "ValueError: too many values to unpack (expected 12)\n", CATALOG)
+    assert d.failed and d.category == "dynamo_other", d.render()
+    # a flag's name in a config dump or a signature is no evidence of a known issue
+    d = diagnose.classify("INFO 04-20 20:39:58 api_server.py:150] args: Namespace(port=1703, disable_custom_all_reduce=False)\n"
+                          "RuntimeError: Cannot re-initialize CUDA in forked subprocess.\n", CATALOG)
+    assert d.failed and d.known_issue is None, d.render()
+
+
 def test_failures_v40_v41_taught_have_counter_cases():
     """What v40 and v41 taught, and what it must not catch."""
     # a compile error, no compiler killed: the build's failure
@@ -2166,7 +2202,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

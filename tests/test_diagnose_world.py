@@ -62,8 +62,8 @@ sources in none of v1-v35, scored once (30/36 and 28/36), tuning sets since. v38
 (27/36 and 28/35), tuning sets since. v40 and v41 (tests/data/world/v40, v41): 59 logs each from
 public sources in none of v1-v39, scored once (28/36 and 30/36), tuning sets since. v42 and v43
 (tests/data/world/v42, v43): 56 and 60 logs from public sources in none of v1-v41, scored once
-(28/36 and 27/37), the last sets scored and not tuned on yet: test_frozen_last_test_sets prints
-their distance to the promise and fails below that score. Select them with -k frozen_last.
+(28/36 and 27/37), tuning sets since. There is no unspent set now: a new one is gathered, committed
+and blind-read before it is scored once (docs/diagnosis-record.md says how).
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -594,6 +594,15 @@ V39_FLOOR = {"right_category": 31, "failed": 35, "healthy_called_failed": 1, "in
 V40_FLOOR = {"right_category": 31, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
 V41_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "incomplete_ok": 11, "incomplete": 11}
 
+# v42 and v43 were scored once as frozen test sets (2026-12-03, rules and model of words of commit
+# 64dfafa, before any of their logs was seen by them or by whoever tuned them: v42 28/36 right
+# category, 1/12 healthy called failed, 8/8 incomplete right, none labelled from its thread; v43
+# 27/37, 1/12, 10/11, 1 labelled from its thread; blind-labels.jsonl holds an independent reader's
+# labels of each; docs/diagnosis-record.md) and are tuning sets since (their healthy logs called
+# failed stay: a video request's assertion, a NaN no JSON holds, in servers that kept serving).
+V42_FLOOR = {"right_category": 33, "failed": 36, "healthy_called_failed": 1, "incomplete_ok": 8, "incomplete": 8}
+V43_FLOOR = {"right_category": 32, "failed": 37, "healthy_called_failed": 1, "incomplete_ok": 10, "incomplete": 11}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -635,6 +644,8 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v39", "split-v39.json", V39_FLOOR, "28/35"),
     ("v40", "split-v40.json", V40_FLOOR, "28/36"),
     ("v41", "split-v41.json", V41_FLOOR, "30/36"),
+    ("v42", "split-v42.json", V42_FLOOR, "28/36"),
+    ("v43", "split-v43.json", V43_FLOOR, "27/37"),
 ]
 
 
@@ -645,23 +656,3 @@ def test_tuning_set(request, name, split, floor, once):
     result = score(frozen_items(WORLD / name, split))
     _keep(request, name, result)
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
-
-
-
-# v42 and v43, the last sets scored: once each (2026-12-03, rules and model of words of commit
-# 64dfafa, before any of their logs was seen by them or by whoever tuned them: v42 28/36 right
-# category, 1/12 healthy called failed, 8/8 incomplete right, none labelled from its thread; v43
-# 27/37, 1/12, 10/11, 1 labelled from its thread; an independent reader's labels from the text
-# alone, taken before the scoring, are in blind-labels.jsonl; docs/diagnosis-record.md); not tuned
-# on yet. These are the figures of that scoring; they may only rise.
-V42_FLOOR = {"right_category": 28, "failed": 36, "healthy_called_failed": 1, "incomplete_ok": 8, "incomplete": 8}
-V43_FLOOR = {"right_category": 27, "failed": 37, "healthy_called_failed": 1, "incomplete_ok": 10, "incomplete": 11}
-
-
-@pytest.mark.parametrize("name, floor, once", [("v42", V42_FLOOR, "28/36"), ("v43", V43_FLOOR, "27/37")],
-                         ids=["v42", "v43"])
-def test_frozen_last_test_sets(request, name, floor, once):
-    """v42 and v43, the last sets scored: print the distance to the promise; fail below the figures reached."""
-    result = score(frozen_items(WORLD / name, f"split-{name}.json"))
-    _keep(request, name, result)
-    _at_least(result, floor, f"{name} (frozen score once: {once})")
