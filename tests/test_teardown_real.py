@@ -149,7 +149,9 @@ def test_pytest_timeout_methods(pytester, method):
 
 def test_xdist_worker_dies(pytester):
     tests = HOLDS_SERVER.replace("time.sleep(120)", "import os; time.sleep(1); os._exit(3)")
-    run = Run(pytester, tests, "-n", "1")
+    # (no replacement workers: xdist gives each the crashed test again, a server launch apiece,
+    # four times by default, 140 s on two cores, and one crash shows all this test asks)
+    run = Run(pytester, tests, "-n", "1", "--max-worker-restart", "0")
     run.finish(timeout=300)
     # xdist's own words for a worker that died under a test (not its "created: 1/1 worker").
     assert re.search(r"worker 'gw0' crashed|\[gw0\] node down", run.output()), run.output()
