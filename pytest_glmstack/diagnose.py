@@ -273,8 +273,8 @@ _SGLANG_LAUNCH = re.compile(r"\bmax_total_num_tokens=\d|\bLoad weight end\. type
 _SGLANG_READY = re.compile(r"The server is fired up and ready to roll")
 _SGLANG_WARMUP = re.compile(r"Uvicorn running on|Application startup complete|Waiting for application startup|Route: /|"
                             r'"GET /(?:get_model_info|model_info|health\w*|get_server_info|server_info) HTTP|\bPrefill batch\b')
-# the interpreter's shutdown: the process ended
 _SELF_KILL = re.compile(r"Received sigquit from a child process")
+# the interpreter's shutdown: the process ended
 _SHUTDOWN = re.compile(r"\bleaked (?:shared_memory|semaphore) objects to clean up at shutdown")
 _BATCH = re.compile(r"\b(?:Prefill|Decode) batch\b")
 

@@ -308,16 +308,17 @@ _FAIL = re.compile("|".join((
     # Dynamo giving up on a function that recompiled too often (logged as a warning)
     r"torch\._dynamo hit config\.\w+_limit|To log all recompilation reasons",
     r"\bcudaMalloc\w* failed\b",  # llama.cpp/ggml: "cudaMalloc failed: out of memory"
-    r"\bMemory access fault by GPU node-\d+",
+    r"\bMemory access fault by GPU node-\d+",  # ROCm's report of a kernel's bad access (CUDA's illegal memory access)
     # Vulkan's and Metal's allocations that failed (ggml): "ErrorOutOfDeviceMemory", "command buffer 0 failed with status 5"
     r"\bErrorOutOf(?:Device|Host|Pool)Memory\b",
     # ggml's context of a CUDA error: the function and the call that failed ("  cudaGraphKernelNodeSetParams(...)")
-    r"^\s*current device: -?\d+, in function \w+ at ", r"^\s*cuda(?:Graph)?\w+\(\S",
+    r"^\s*current device: -?\d+, in function \w+ at ", r"^\s*cuda\w+\(\S",
     _COMPILER_KILLED, r"\bDevice memory allocation of size \d+ failed\b",
     r"\bcommand buffer \d+ failed with status \d+", r"\bkIOGPUCommandBufferCallbackError\w+",
-    r"\bInvalid SPIR-V module\b", r"\b(?:PI|CL|UR_RESULT)_ERROR_\w+",  # the GPU runtime's (SYCL's, OpenCL's) error codes  # the GPU runtime refusing a kernel module it was given to build
+    # the GPU runtime refusing a kernel module it was given to build, and its (SYCL's, OpenCL's) error codes
+    r"\bInvalid SPIR-V module\b", r"\b(?:PI|CL|UR_RESULT)_ERROR_\w+",
     # the shell's "Segmentation fault (core dumped)" in other languages
-    r"段错误|核心已转储|Speicherzugriffsfehler|Erreur de segmentation|Violación de segmento|Falha de segmentação",  # ROCm's report of a kernel's bad access (CUDA's illegal memory access)
+    r"段错误|核心已转储|Speicherzugriffsfehler|Erreur de segmentation|Violación de segmento|Falha de segmentação",
     r"\bhip\w*\.cpp:\d+ *: *\d+ us: +Cannot find Symbol with name\b",  # HIP: no kernel in the code object for this GPU
     r"^(?:ggml|llama|gguf|clip)_\w+: error: ",  # ggml's and llama.cpp's own error prints ("ggml_metal_init: error: ...")
     r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b",  # ggml: "failed to allocate CUDA0 buffer of size ..."
