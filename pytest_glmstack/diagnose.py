@@ -76,7 +76,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     ``hang``: the caller saw the server stop making progress (launch timeout); ``exit_code``: how
     the server process ended, if it did.
     """
-    lines = _split(text)
+    lines = _split(_oldest_first(text))
     n = len(lines)
     bodies = [ln.body for ln in lines]
 
@@ -139,10 +139,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
               and not any(k - 30 <= j < k for j in compiling)]
     fails.sort()
     health = _past_warmup(bodies, health, fails)
-    # SGLang kills its whole process tree on "Received sigquit from a child process": a line of
-    # serving printed after it is a straggler of the dying server, no health
+    # SGLang kills its whole process tree on "Received sigquit from a child process", and ggml's
+    # assertion aborts llama.cpp's one process: a line of serving printed after it is a straggler
+    # of the dying server (another thread's), no health, unless the server started again
     killed = next((k for k in fails if _SELF_KILL.search(bodies[k])), None)
-    if killed is not None:
+    if killed is not None and not any(k > killed for k, st, _ in phases if st is not None):
         health = [k for k in health if k < killed]
 
     # A traceback ending in KeyboardInterrupt is the process being stopped (Ctrl+C, SIGINT), not a
@@ -273,7 +274,7 @@ _SGLANG_LAUNCH = re.compile(r"\bmax_total_num_tokens=\d|\bLoad weight end\. type
 _SGLANG_READY = re.compile(r"The server is fired up and ready to roll")
 _SGLANG_WARMUP = re.compile(r"Uvicorn running on|Application startup complete|Waiting for application startup|Route: /|"
                             r'"GET /(?:get_model_info|model_info|health\w*|get_server_info|server_info) HTTP|\bPrefill batch\b')
-_SELF_KILL = re.compile(r"Received sigquit from a child process")
+_SELF_KILL = re.compile(r"Received sigquit from a child process|^GGML_ASSERT: .+?:\d+: |\bGGML_ASSERT\(.*\) failed")
 # the interpreter's shutdown: the process ended
 _SHUTDOWN = re.compile(r"\bleaked (?:shared_memory|semaphore) objects to clean up at shutdown")
 _BATCH = re.compile(r"\b(?:Prefill|Decode) batch\b")
@@ -298,6 +299,19 @@ def _past_warmup(bodies: list[str], health: list[int], fails: list[int]) -> list
 _INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\b")
 # a record's date and time ("[2025-04-04 06:22:32 TP4]", "2025-03-21 07:44:04", "INFO 03-20 16:44:04")
 _STAMP = re.compile(r"^\W{0,3}(?:\(\w+ pid=\d+\) )?(?:[A-Z]+ )?(?P<d>(?:\d{4}-)?\d\d-\d\d)[ T](?P<t>\d\d:\d\d:\d\d)")
+
+
+_ANY_STAMP = re.compile(r"(?<!\d)(?:\d{4}-)?(\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
+
+
+def _oldest_first(text: str) -> str:
+    """The log in the order it was written: a viewer that shows the newest record first (RunPod's
+    and some dashboards' consoles) is turned back, when its records' times clearly fall."""
+    rows = text.split("\n")
+    stamps = [f"{m[1]} {m[2]}" for r in rows for m in [_ANY_STAMP.search(r[:80])] if m]
+    down = sum(a > b for a, b in zip(stamps, stamps[1:]))
+    up = sum(a < b for a, b in zip(stamps, stamps[1:]))
+    return "\n".join(reversed(rows)) if down >= 3 and down > 3 * up else text
 
 
 def _timestamp(raw: str) -> str | None:

@@ -294,8 +294,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
                             (truncated.frames if truncated is not None else []),
                             _phase_before(lines, live[0] if live else n, frame_at))
         worded = _vocabulary_category(score)
-        if code_bug and worded == "cuda_graph_capture":
-            worded = None
+        if code_bug and worded in ("cuda_graph_capture", "nccl_comm", "flashinfer_jit"):
+            worded = None  # (a programming error's words: where it struck, as for the frames above)
         if bad_access and worded == "nccl_comm":
             # a kernel's bad access is the bug of the code that ran, whatever the collectives that met
             # the sticky error afterwards print (NCCL's watchdog over it); (not "unspecified launch

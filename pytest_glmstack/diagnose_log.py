@@ -105,6 +105,7 @@ _PREFIXES = [re.compile(p) for p in (
     r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?",  # Open MPI's --tag-output: '[1,0]<stdout>:'
     r"^ ?\[[\w.-]+\.py:\d+\]\s",  # what is left of a vLLM record cut after its date: ' [multiproc_executor.py:963] '
     r"^\[\d\d:\d\d:\d\d\] \w+/" + _LVL + r"\s+",  # a launcher's stream and level: '[16:10:43] stdout/ERROR  '
+    r"^[a-z0-9]{10,16}\[(?P<lvl>info|warning|error)\]",  # RunPod's serverless worker: 'j6zswihe185nfq[error]'
 )]
 
 
@@ -242,7 +243,7 @@ _FAIL = re.compile("|".join((
     r"\bNCCL WARN\b", r"NCCL error\b", r"\bnccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage|InvalidArgument|RemoteError)\b",
     r"DistBackendError", r"\bGot completion from peer\b.*\b(?:status=[1-9]|error [1-9])|\bvendor err \d+",
     r"\bgot completion with error\b",  # an RDMA work request that failed (mlx5)
-    r"^GGML_ASSERT: \S+:\d+: |\bGGML_ASSERT\(.*\) failed",  # ggml's abort
+    r"^GGML_ASSERT: .+?:\d+: |\bGGML_ASSERT\(.*\) failed",  # ggml's abort (Windows paths hold spaces)
     r"^[A-Z][A-Z0-9]\d{4}: \[PID: ?\d+\]",  # CANN's (Ascend) error codes: "E90003: [PID: 9038] ... Compile operator failed"
     r"^\s*what\(\):\s+\S",  # the message of a C++ exception, after 'terminate called after throwing'
     r"Process group watchdog thread terminated",
@@ -324,6 +325,8 @@ _FAIL = re.compile("|".join((
     r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b",  # ggml: "failed to allocate CUDA0 buffer of size ..."
     r"\bcollect2: error: ld returned \d+ exit status",  # a build's link step failed
     r"# GPU blocks: 0\b",  # vLLM found no memory for a single KV-cache block: it cannot serve
+    r"\bfind_slot: n_tokens = \d+ > size = \d+",  # llama.cpp: a batch larger than the whole KV cache
+    r"\bUnable to get JIT kernel for\b",  # oneDNN (torch's CPU kernels) could not generate a kernel: it throws
     r"Available KV cache memory: -\d",  # vLLM's profile left less than nothing for the KV cache
     r"^Unhandled exception caught in c10/util/AbortHandler\.h",  # torch's abort handler (Windows)
     r"^error: invalid argument: \S",  # llama.cpp's (and llamafile's) argument parser refusing an argument

@@ -142,6 +142,10 @@ _RULE_SRC = (
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|"
+            # vLLM's block manager with no KV-cache block left; ggml's buffer whose allocation returned NULL
+            r"\bNoFreeBlocksError\b|backend buffer base cannot be NULL|"
+            # llama.cpp's KV cache with fewer cells than one batch holds tokens
+            r"\bfind_slot: n_tokens = \d+ > size = \d+|"
             # vLLM: less free memory at start-up than gpu_memory_utilization asks for
             r"Free memory on device\b[^\n]{0,60}\bon startup is less than desired GPU memory utilization|"
             # ggml (llama.cpp, ollama): "failed to allocate CUDA0 buffer of size ...", "unable to allocate CPU buffer"
@@ -246,6 +250,8 @@ _RULE_SRC = (
                        + _NOT_SOURCE_BUILD + r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: |"
                        + _NOT_SOURCE_BUILD + r".*\bcompilation terminated|error: command '[^']*' failed|nvcc fatal|"
                        r"Could not find nvcc|nvcc: not found|CUDA_HOME environment variable is not set|invalid ELF header|"
+                       # oneDNN (torch's CPU kernels) could not generate a JIT kernel for this call
+                       r"\bUnable to get JIT kernel for\b|"
                        r"requires CUDA >= ?[\d.]+|cubin_loader|Download failed|Error building extension|"
                        # the link step of a build, and a JIT-built library (FlashInfer's cache) that does not load
                        r"collect2: error: ld returned|"
@@ -619,8 +625,10 @@ def _frame_category(exc: _Exc) -> str | None:
         return "flashinfer_jit"
     # code compiled at run time ('<string>': eval, exec, a generated launcher) is not where it raised
     real = [p for p in paths if not p.startswith("<")] or paths
-    if re.search(r"triton/compiler/|triton/backends/\w+/compiler\.py", real[-1]):
-        return "flashinfer_jit"  # raised inside Triton's kernel compiler: a JIT build of a kernel failed
+    if re.search(r"triton/compiler/|triton/backends/\w+/compiler\.py|triton/language/", real[-1]):
+        # raised inside Triton's kernel compiler, or in its language's functions (which run only
+        # while a kernel's source is compiled: "arange's range must be a power of 2"): a JIT build failed
+        return "flashinfer_jit"
     exc_name = (exc.name or "").split(".")[-1]
     if exc_name in ("AssertionError", "ValueError") and _ARGS_CODE.search(paths[-1]):
         return "bad_flag"  # ServerArgs refusing a combination of flags argparse accepted one by one

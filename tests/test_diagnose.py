@@ -1993,6 +1993,73 @@ V42S = [  # failure lines of the v42 and v43 tuning sets the rules name
      "object available to read. ObjectID: 00fc911a\n", "other"),
 ]
 
+V44S = [  # failure lines of the v44 tuning set the rules name
+    ("ERROR 12-13 08:58:11 engine.py:165] vllm.core.block.interfaces.BlockAllocator.NoFreeBlocksError\n", "oom"),
+    ('GGML_ASSERT: D:\\a\\llama.cpp\\llama.cpp\\ggml\\src\\ggml-backend.c:96: base != NULL && '
+     '"backend buffer base cannot be NULL"\n', "oom"),
+    ("find_slot: n_tokens = 2043 > size = 512\ndecode: failed to find KV cache slot for ubatch of size 2043\n", "oom"),
+    ("Unable to get JIT kernel for brgemm. Params: M=5, N=5, K=64, str_a=1, str_b=1, brgemm_type=1\n"
+     "ChildProcessError: worker died\n", "flashinfer_jit"),
+    ('Traceback (most recent call last):\n  File "/usr/lib/python3/triton/language/semantic.py", line 610, in arange\n'
+     '    raise ValueError("arange\'s range must be a power of 2")\nValueError: arange\'s range must be a power of 2\n',
+     "flashinfer_jit", "inferred"),
+]
+
+
+def test_failures_v44_taught_have_counter_cases(rules_only):
+    """What v44 taught, and what it must not catch (the rules alone)."""
+    # ggml's assertion aborts llama.cpp's one process: a request line another thread printed after
+    # it is no health ...
+    crash = ("srv  log_server_r: request: POST /v1/embeddings 10.2.0.132 200\n"
+             '/app/src/llama-graph.cpp:185: GGML_ASSERT(seq_id < n_tokens && "seq_id cannot be larger") failed\n'
+             "srv  log_server_r: request: POST /v1/embeddings 10.2.0.132 200\n")
+    assert diagnose.classify(crash, CATALOG).failed
+    # ... nor after SGLang killed itself, unless the server was launched again after it
+    killed = ("[2025-04-29 09:06:52] Received sigquit from a child process. It usually means the child failed.\n"
+              '172.23.0.1:55538 - "POST /generate HTTP/1.1" 200 OK\n')
+    assert diagnose.classify(killed, CATALOG).failed
+    restarted = killed + "[2025-04-29 09:08:00] server_args=ServerArgs(model_path='x')\n" \
+        '172.23.0.1:55540 - "POST /generate HTTP/1.1" 200 OK\n'
+    assert not diagnose.classify(restarted, CATALOG).failed
+    # a Windows path with spaces in ggml's old assertion format is still the assertion
+    d = diagnose.classify("slot 0 is processing [task id: 0]\nGGML_ASSERT: C:\\Users\\me\\Random projects\\llama.cpp\\"
+                          "ggml-opencl.cpp:1726: to_fp32_cl != nullptr\n", CATALOG)
+    assert d.failed, d.render()
+    # llama.cpp's server retrying a batch the KV cache cannot hold now, and serving on: no failure
+    log = ("decode: failed to find a memory slot for batch of size 2048\n"
+           "srv  update_slots: failed to find free space in the KV cache, retrying with smaller batch size, i = 0\n"
+           "srv  log_server_r: done request: POST /completion 127.0.0.1 200\n")
+    assert not diagnose.classify(log, CATALOG).failed
+    # a programming error in communication code: the bug's, not the collective's, whatever words surround it
+    d = diagnose.classify('Traceback (most recent call last):\n'
+                          '  File "/sglang/srt/layers/communicator.py", line 294, in _scattered_to_tp_attn_full\n'
+                          '    attn_tp_all_gather(\n'
+                          '  File "/sglang/srt/layers/dp_attention.py", line 313, in attn_tp_all_gather\n'
+                          '    return get_attention_tp_group().all_gather(input_, tensor_list=output_list)\n'
+                          "TypeError: GroupCoordinator.all_gather() got an unexpected keyword argument 'tensor_list'\n", CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    # a Triton language error outside a kernel's compile (a script's own ValueError) is no JIT failure
+    d = diagnose.classify('Traceback (most recent call last):\n  File "/app/run.py", line 3, in <module>\n'
+                          '    raise ValueError("range must be a power of 2")\nValueError: range must be a power of 2\n', CATALOG)
+    assert d.failed and d.category != "flashinfer_jit", d.render()
+
+
+def test_a_log_shown_newest_first_is_read_oldest_first():
+    """A console that shows the newest record first (RunPod's): the failure is the last thing that
+    happened, not a failure the start-up went on from."""
+    log = ("worker exited with exit code 1\n"
+           "j6zswihe185nfq[error]Uncaught exception | <class 'ValueError'>; Qwen2_5_VLModel has no vLLM implementation\n"
+           "j6zswihe185nfq[info]INFO 03-24 18:13:28 model_runner.py:1110] Starting to load model x...\n"
+           "j6zswihe185nfq[info]INFO 03-24 18:13:27 config.py:549] This model supports multiple tasks\n"
+           "j6zswihe185nfq[info]INFO 03-24 18:13:20 __init__.py:207] Automatically detected platform cuda.\n"
+           "j6zswihe185nfq[info]INFO 03-24 18:13:18 engine.py:27] Engine args: x\n"
+           "j6zswihe185nfq[info]INFO 03-24 18:13:17 __init__.py:207] Automatically detected platform cuda.\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and "no vLLM implementation" in d.summary, d.render()
+    # a log in order with a few records out of place is left as it is
+    fwd = "\n".join(reversed(log.splitlines())) + "\n"
+    assert diagnose.classify(fwd, CATALOG).failed
+
 
 def test_failures_v42_v43_taught_have_counter_cases(rules_only):
     """What v42 and v43 taught, and what it must not catch (the rules alone)."""
@@ -2202,7 +2269,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

@@ -63,8 +63,7 @@ sources in none of v1-v35, scored once (30/36 and 28/36), tuning sets since. v38
 public sources in none of v1-v39, scored once (28/36 and 30/36), tuning sets since. v42 and v43
 (tests/data/world/v42, v43): 56 and 60 logs from public sources in none of v1-v41, scored once
 (28/36 and 27/37), tuning sets since. v44 (tests/data/world/v44): 58 logs from public sources in
-none of v1-v43, scored once (26/37), the last set scored and not tuned on yet: test_frozen_v44_test_set
-prints its distance to the promise and fails below that score. Select it alone with -k frozen_v44.
+none of v1-v43, scored once (26/37), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -604,6 +603,13 @@ V41_FLOOR = {"right_category": 32, "failed": 36, "healthy_called_failed": 0, "in
 V42_FLOOR = {"right_category": 33, "failed": 36, "healthy_called_failed": 1, "incomplete_ok": 8, "incomplete": 8}
 V43_FLOOR = {"right_category": 32, "failed": 37, "healthy_called_failed": 1, "incomplete_ok": 10, "incomplete": 11}
 
+# v44 was scored once as a frozen test set (2026-12-03, rules and model of words of commit f2fb16b,
+# before any of its logs was seen by them or by whoever tuned them: 26/37 right category, 1/14
+# healthy called failed, 7/7 incomplete right, 4 labelled from their threads; blind-labels.jsonl holds
+# an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since (its healthy log
+# called failed stays: a pytest run of vLLM's tests whose numbers were not close enough).
+V44_FLOOR = {"right_category": 35, "failed": 37, "healthy_called_failed": 1, "incomplete_ok": 7, "incomplete": 7}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -647,6 +653,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v41", "split-v41.json", V41_FLOOR, "30/36"),
     ("v42", "split-v42.json", V42_FLOOR, "28/36"),
     ("v43", "split-v43.json", V43_FLOOR, "27/37"),
+    ("v44", "split-v44.json", V44_FLOOR, "26/37"),
 ]
 
 
@@ -658,19 +665,3 @@ def test_tuning_set(request, name, split, floor, once):
     _keep(request, name, result)
     _at_least(result, floor, f"{name} (tuning set; frozen score once: {once})")
 
-
-# v44, the last set scored: once (2026-12-03, rules and model of words of commit f2fb16b, before
-# any of its logs was seen by them or by whoever tuned them: 26/37 right category, 1/14 healthy
-# called failed, 7/7 incomplete right; 4 of its failures are labelled from their threads; an
-# independent reader's labels from the text alone, taken before the scoring, are in
-# blind-labels.jsonl; docs/diagnosis-record.md); not tuned on yet. These are the figures of that
-# scoring; they may only rise.
-V44 = WORLD / "v44"
-V44_FLOOR = {"right_category": 26, "failed": 37, "healthy_called_failed": 1, "incomplete_ok": 7, "incomplete": 7}
-
-
-def test_frozen_v44_test_set(request):
-    """v44, the last set scored: prints the distance to the promise; fails below the figures reached."""
-    result = score(frozen_items(V44, "split-v44.json"))
-    _keep(request, "v44", result)
-    _at_least(result, V44_FLOOR, "v44 (frozen score once: 26/37)")
