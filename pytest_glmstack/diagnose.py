@@ -173,6 +173,14 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
                 while top > 0 and (frame_at[top - 1] or top - 1 in code):
                     top -= 1
                 stopping |= set(range(top, k + 1))
+    # Python's "Exception ignored in: <function X.__del__>" (a destructor, an atexit hook, often at
+    # interpreter exit): the exception under it was ignored, the process went on or ended as it would
+    for k in range(n):
+        if bodies[k].lstrip().startswith("Exception ignored in") and not frame_at[k]:
+            end = next((j for j in range(k + 1, min(n, k + 80))
+                        if _EXC_RE.match(bodies[j]) and not frame_at[j] and j not in code), None)
+            if end is not None:
+                rejected |= set(range(k, end + 1))
     # a request handler's error record (vLLM's serving_chat.py, its chat template, a tool-call or
     # reasoning parser) is that request's: those only run while the server serves, and it lives on
     # (after health where the excerpt shows it; an excerpt of only such records shows a server serving)
@@ -274,7 +282,8 @@ _SGLANG_LAUNCH = re.compile(r"\bmax_total_num_tokens=\d|\bLoad weight end\. type
 _SGLANG_READY = re.compile(r"The server is fired up and ready to roll")
 _SGLANG_WARMUP = re.compile(r"Uvicorn running on|Application startup complete|Waiting for application startup|Route: /|"
                             r'"GET /(?:get_model_info|model_info|health\w*|get_server_info|server_info) HTTP|\bPrefill batch\b')
-_SELF_KILL = re.compile(r"Received sigquit from a child process|^GGML_ASSERT: .+?:\d+: |\bGGML_ASSERT\(.*\) failed")
+_SELF_KILL = re.compile(r"Received sigquit from a child process|^GGML_ASSERT: .+?:\d+: |\bGGML_ASSERT\(.*\) failed|"
+                        r"^\S*(?:ggml|llama)[\w/.-]*\.(?:c|cpp|cu|m):\d+: \S")
 # the interpreter's shutdown: the process ended
 _SHUTDOWN = re.compile(r"\bleaked (?:shared_memory|semaphore) objects to clean up at shutdown")
 _BATCH = re.compile(r"\b(?:Prefill|Decode) batch\b")

@@ -163,6 +163,8 @@ def _split(text: str) -> list[_Line]:
                         break
                 else:
                     break
+            if len(body) > 4 and body.startswith("**") and body.endswith("**"):
+                body = body[2:-2]  # a line a user made bold in a Markdown paste ("**KeyError: ...**")
             cell = _TABLE_MORE.match(body)
             if cell and out and out[-1].body.startswith("|"):
                 # a table row's wrapped last cell (Triton's model table): the row's text goes on
@@ -244,6 +246,7 @@ _FAIL = re.compile("|".join((
     r"DistBackendError", r"\bGot completion from peer\b.*\b(?:status=[1-9]|error [1-9])|\bvendor err \d+",
     r"\bgot completion with error\b",  # an RDMA work request that failed (mlx5)
     r"^GGML_ASSERT: .+?:\d+: |\bGGML_ASSERT\(.*\) failed",  # ggml's abort (Windows paths hold spaces)
+    r"^\S*(?:ggml|llama)[\w/.-]*\.(?:c|cpp|cu|m):\d+: \S",  # GGML_ABORT's "file:line: message" (no column: no compiler's)
     r"^[A-Z][A-Z0-9]\d{4}: \[PID: ?\d+\]",  # CANN's (Ascend) error codes: "E90003: [PID: 9038] ... Compile operator failed"
     r"^\s*what\(\):\s+\S",  # the message of a C++ exception, after 'terminate called after throwing'
     r"Process group watchdog thread terminated",

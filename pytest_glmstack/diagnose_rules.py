@@ -63,7 +63,9 @@ _RULE_SRC = (
               r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
     # two tensors whose shapes do not fit (a draft model's against the target's): the model's or the
     # code's sizes, also when a capture wrapper quotes it
-    ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b|\bThe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"),
+    ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b|\bThe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|"
+              # a view or reshape the tensor's layout cannot give
+              r"\bview size is not compatible with input tensor's size and stride\b|\bshape '\[[\d, -]*\]' is invalid for input of size \d+"),
     # a checkpoint file that does not parse: the model's files
     ("other", r"\bSafetensorError\b|\bError while deserializing header\b"),
     ("bad_flag", r"^error: invalid argument: \S|"
@@ -646,4 +648,6 @@ def _frame_category(exc: _Exc) -> str | None:
         return "cuda_graph_capture"
     if any(_NCCL_FRAME.search(x) for x in names):
         return "nccl_comm"
+    if re.search(r"vllm/compilation/|sglang/srt/(?:model_executor/)?compilation/", real[-1]):
+        return "dynamo_other"  # raised in the engine's own torch.compile integration (its piecewise backend)
     return None

@@ -2005,6 +2005,44 @@ V44S = [  # failure lines of the v44 tuning set the rules name
      "flashinfer_jit", "inferred"),
 ]
 
+V46S = [  # failure lines of the v45 and v46 tuning sets the rules name
+    ("RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans "
+     "across two contiguous subspaces). Use .reshape(...) instead.\n", "other"),
+    ('Traceback (most recent call last):\n  File "/env/vllm/compilation/cuda_piecewise_backend.py", line 112, in __call__\n'
+     "    runtime_shape = args[self.sym_shape_indices[0]]\nIndexError: list index out of range\n", "dynamo_other", "inferred"),
+    ('  File "/sgl-workspace/sglang/python/sglang/srt/models/deepseek_v2.py", line 1663, in load_weights\n'
+     "    weights_dict[shared_expert_weight_name],\n**KeyError: 'model.layers.3.mlp.shared_experts.down_proj.weight_scale'**\n",
+     "other"),
+    ("/home/u/llama.cpp/ggml/src/ggml-backend.cpp:750: pre-allocated tensor (cache_k_l32 (view)) in a buffer (Vulkan0) "
+     "that cannot run the operation (CPY)\n", "other", "inferred"),
+]
+
+
+def test_failures_v45_v46_taught_have_counter_cases():
+    """What v45 and v46 taught, and what it must not catch."""
+    # an exception Python ignored (a destructor at interpreter exit) after a run that served: no failure
+    served = "Prompt: 'The capital of France is', Generated text: ' Paris'\n"
+    ignored = ("Exception ignored in: <function TCPStore.__del__ at 0x7f930d38e8c0>\nTraceback (most recent call last):\n"
+               '  File "/usr/lib/python3.10/multiprocessing/connection.py", line 424, in _poll\n'
+               "TypeError: 'NoneType' object is not callable\n")
+    assert not diagnose.classify(served + ignored, CATALOG).failed
+    # ... but a crash beside it is still the crash
+    d = diagnose.classify(served + ignored + "RuntimeError: CUDA error: out of memory\n", CATALOG)
+    assert d.failed and d.category == "oom", d.render()
+    # a compiler's diagnostic in ggml's sources (line and column) is no GGML_ABORT
+    log = "/src/ggml/src/ggml.c:1234:5: warning: unused variable 'x' [-Wunused-variable]\n"
+    assert not diagnose.classify(log, CATALOG).failed
+    # a bold Markdown line is read without its stars; stars on one side only stay
+    d = diagnose.classify("**ValueError: bad value**\n", CATALOG)
+    assert d.failed and d.summary.startswith("ValueError: bad value"), d.render()
+    # a capture that fails inside the engine's compile integration stays the capture's failure
+    d = diagnose.classify('Traceback (most recent call last):\n'
+                          '  File "/env/vllm/compilation/cuda_piecewise_backend.py", line 160, in __call__\n'
+                          '    with torch.cuda.graph(cudagraph, pool=self.graph_pool):\n'
+                          '  File "/env/torch/cuda/graphs.py", line 186, in __exit__\n    self.cuda_graph.capture_end()\n'
+                          "RuntimeError: CUDA error: operation not permitted when stream is capturing\n", CATALOG)
+    assert d.failed and d.category == "cuda_graph_capture", d.render()
+
 
 def test_failures_v44_taught_have_counter_cases(rules_only):
     """What v44 taught, and what it must not catch (the rules alone)."""
@@ -2269,7 +2307,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

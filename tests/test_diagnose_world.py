@@ -63,7 +63,8 @@ sources in none of v1-v35, scored once (30/36 and 28/36), tuning sets since. v38
 public sources in none of v1-v39, scored once (28/36 and 30/36), tuning sets since. v42 and v43
 (tests/data/world/v42, v43): 56 and 60 logs from public sources in none of v1-v41, scored once
 (28/36 and 27/37), tuning sets since. v44 (tests/data/world/v44): 58 logs from public sources in
-none of v1-v43, scored once (26/37), a tuning set since.
+none of v1-v43, scored once (26/37), a tuning set since. v45 and v46 (tests/data/world/v45, v46):
+60 logs each from public sources in none of v1-v44, scored once (34/40 and 34/38), tuning sets since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -610,6 +611,15 @@ V43_FLOOR = {"right_category": 32, "failed": 37, "healthy_called_failed": 1, "in
 # called failed stays: a pytest run of vLLM's tests whose numbers were not close enough).
 V44_FLOOR = {"right_category": 35, "failed": 37, "healthy_called_failed": 1, "incomplete_ok": 7, "incomplete": 7}
 
+# v45 and v46 were scored once as frozen test sets (2026-12-03, rules and model of words of commit
+# be0884b, i.e. after tuning on v44, before any of their logs was seen by them or by whoever tuned
+# them: v45 34/40 right category, 0/14 healthy called failed, 6/6 incomplete right, 1 labelled from
+# its thread; v46 34/38, 2/12, 10/10, 2 labelled from their threads; blind-labels.jsonl holds an
+# independent reader's labels of each; docs/diagnosis-record.md) and are tuning sets since (v46's
+# healthy log called failed stays: a reporter's own client logging an ERROR over a chunk it could not parse).
+V45_FLOOR = {"right_category": 37, "failed": 40, "healthy_called_failed": 0, "incomplete_ok": 6, "incomplete": 6}
+V46_FLOOR = {"right_category": 35, "failed": 38, "healthy_called_failed": 1, "incomplete_ok": 10, "incomplete": 10}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -654,6 +664,8 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v42", "split-v42.json", V42_FLOOR, "28/36"),
     ("v43", "split-v43.json", V43_FLOOR, "27/37"),
     ("v44", "split-v44.json", V44_FLOOR, "26/37"),
+    ("v45", "split-v45.json", V45_FLOOR, "34/40"),
+    ("v46", "split-v46.json", V46_FLOOR, "34/38"),
 ]
 
 
