@@ -239,7 +239,7 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         err = next((m.group(0) for k in live for m in [re.search(r"^(?:[^:]{1,60}: )?error: .*", body_at(k))] if m), None)
         if err:
             summary = err.strip()
-        elif any(body_at(k).startswith("usage: ") for k in live):
+        elif any(body_at(k).startswith("usage: ") or body_at(k).strip() == "[-h]" for k in live):
             summary = "argparse printed its usage, so a flag was refused (the line naming it is cut off)"
 
     evidence: list[str] = []

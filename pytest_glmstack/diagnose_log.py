@@ -140,6 +140,9 @@ def _split(text: str) -> list[_Line]:
     out = []
     if _ANSI_PRESENT.search(text):
         text = _ANSI.sub("", text)
+    filled = [r for r in text.split("\n") if r.strip()]
+    if filled and sum(r.startswith(">") for r in filled) >= 0.8 * len(filled):
+        text = _QUOTED.sub("", text)  # a log pasted as a Markdown quote: "> " before every line
     rows = []
     for raw in text.replace("\r\n", "\n").split("\n"):
         cuts = [m.start() for m in _RUN_ON.finditer(raw)] if len(raw) > 200 else []
@@ -174,6 +177,7 @@ def _split(text: str) -> list[_Line]:
     return out
 
 
+_QUOTED = re.compile(r"^> ?", re.M)
 # A row of an ASCII table whose cells are empty but its last: the wrapped text of the row above
 _TABLE_MORE = re.compile(r"^\|(?:\s+\|)+\s*(?P<more>\S.*?)\s*\|\s*$")
 
@@ -255,6 +259,7 @@ _FAIL = re.compile("|".join((
     r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"^[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc|c):\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
     r"\bptxas\b.*\b(?:error|fatal)\b",
     r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]",
+    r"^\s{4,}\[-h\]\s*$",  # argparse's usage wrapped to one option a line, under "usage: server.py"
     r"^\S+: (?:unrecognized option '-|invalid option -- ')",  # getopt's refusals (tritonserver, C++ tools)
     # a torch.compile failure logged at WARNING (suppress_errors) is still the compile failing
     r"\btorch\._(?:dynamo|inductor)\.exc\.(?!\w*Warning)\w+: ",

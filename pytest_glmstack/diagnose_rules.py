@@ -83,7 +83,8 @@ _RULE_SRC = (
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
-                 r"invalid choice: |^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]|validation errors? for (?:\w*Config|\w*Args)\b|"
+                 # (argparse's usage, also wrapped to one option a line: "usage: server.py" then "       [-h]")
+                 r"invalid choice: |^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]|^\s{4,}\[-h\]\s*$|validation errors? for (?:\w*Config|\w*Args)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     # (not a Unix-domain socket's file: NCCL's "UDS: Binding to socket /tmp/nccl-socket-... failed")
     ("port_in_use", r"^(?!.*(?:\bUDS\b|[Bb]inding to socket /|\.sock\b)).*?(?:address already in use|couldn't bind (?:HTTP server )?socket|\[Errno 98\]|\[Errno (?:13|10048|10013)\] error while attempting to bind|errno: 98\b|port \d+ is (?:already )?in use|port is not available|"
@@ -92,7 +93,9 @@ _RULE_SRC = (
                     r"\bfailed to listen: listen tcp[46]? |"
                     # HCCL (Ascend): "The IP address and port have been bound already", "... port[16666] fail. Please
                     # check the port status and whether the port is being used by other process"
-                    r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process)"),
+                    r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process|"
+                    # Gradio finding every port of its range taken
+                    r"\bCannot find empty port in range\b)"),
     # binding an address that is not this machine's (a wrong host or IP): the configuration, no port
     # taken (after port_in_use: a log with both has a port taken)
     ("other", r"\bCannot assign requested address\b|\bEADDRNOTAVAIL\b"),
@@ -146,6 +149,8 @@ _RULE_SRC = (
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|"
             # vLLM's block manager with no KV-cache block left; ggml's buffer whose allocation returned NULL
             r"\bNoFreeBlocksError\b|backend buffer base cannot be NULL|"
+            # vLLM's checks that the KV cache holds one request (a traceback cut off at the call names them)
+            r"\braise_if_cache_size_invalid\(|\b_?check_enough_kv_cache_memory\(|"
             # llama.cpp's KV cache with fewer cells than one batch holds tokens
             r"\bfind_slot: n_tokens = \d+ > size = \d+|"
             # vLLM: less free memory at start-up than gpu_memory_utilization asks for
@@ -625,6 +630,8 @@ def _frame_category(exc: _Exc) -> str | None:
                      r"triton/runtime/build\.py", p)
            for p in paths):
         return "flashinfer_jit"
+    if re.search(r"flashinfer/", paths[-1]) and re.fullmatch(r"get_\w+_module", frames[-1].func):
+        return "flashinfer_jit"  # FlashInfer's module getters build or load the module's JIT kernels
     # code compiled at run time ('<string>': eval, exec, a generated launcher) is not where it raised
     real = [p for p in paths if not p.startswith("<")] or paths
     if re.search(r"triton/compiler/|triton/backends/\w+/compiler\.py|triton/language/", real[-1]):

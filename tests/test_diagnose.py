@@ -2017,6 +2017,41 @@ V46S = [  # failure lines of the v45 and v46 tuning sets the rules name
      "that cannot run the operation (CPY)\n", "other", "inferred"),
 ]
 
+V47S = [  # failure lines of the v47 tuning set the rules name
+    ("OSError: Cannot find empty port in range: 7860-7860. You can specify a different port by setting the "
+     "GRADIO_SERVER_PORT environment variable\n", "port_in_use"),
+    ("usage: server.py\n       [-h]\n       [--notebook]\n       [--model MODEL]\n", "bad_flag"),
+    ("ERROR 04-28 15:55:45 worker_base.py:157] Error executing method initialize_cache. This might cause deadlock in "
+     "distributed execution.\nERROR 04-28 15:55:45 worker_base.py:157] Traceback (most recent call last):\n"
+     'ERROR 04-28 15:55:45 worker_base.py:157]   File "/env/vllm/worker/worker.py", line 171, in initialize_cache\n'
+     "ERROR 04-28 15:55:45 worker_base.py:157]     raise_if_cache_size_invalid(num_gpu_blocks,\n", "oom"),
+    ('Traceback (most recent call last):\n  File "/env/sglang/srt/sampling/sampler.py", line 90, in forward\n'
+     "    top_k_top_p_sampling_from_probs(probs, top_ks, top_ps)\n"
+     '  File "/env/flashinfer/sampling.py", line 41, in get_sampling_module\n    module = gen_sampling_module().build_and_load()\n',
+     "flashinfer_jit", "inferred"),
+]
+
+
+def test_failures_v47_taught_have_counter_cases(rules_only):
+    """What v47 taught, and what it must not catch (the rules alone)."""
+    # a log pasted as a Markdown quote is read without the quote marks
+    log = ("> Traceback (most recent call last):\n"
+           '>   File "/env/torch_npu/npu/graphs.py", line 96, in capture_begin\n'
+           ">     super().capture_begin(pool=pool, capture_error_mode=capture_error_mode)\n"
+           "> RuntimeError: Failed to find function aclmdlRICaptureBegin\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "cuda_graph_capture", d.render()
+    # ... but a log with a few quoted lines in it keeps them as they are
+    log = "> python server.py\nINFO:     Uvicorn running on http://0.0.0.0:8000\nINFO:     Application startup complete.\n"
+    assert diagnose.classify(log, CATALOG).verdict == "clean"
+    # a cut-off traceback in FlashInfer code that is no module getter names no JIT build
+    d = diagnose.classify('Traceback (most recent call last):\n  File "/env/flashinfer/sampling.py", line 90, in '
+                          "top_k_top_p_sampling_from_probs\n    return _impl(probs)\n"
+                          '  File "/env/flashinfer/sampling.py", line 41, in _impl\n    x = probs[0]\n', CATALOG)
+    assert d.category != "flashinfer_jit", d.render()
+    # an indented "[-h]" inside a help text printed on purpose is argparse's too: a bare "-h" is no refusal
+    assert not diagnose.classify("Options:\n  -h, --help  show this help message and exit\n", CATALOG).failed
+
 
 def test_failures_v45_v46_taught_have_counter_cases():
     """What v45 and v46 taught, and what it must not catch."""
@@ -2307,7 +2342,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
