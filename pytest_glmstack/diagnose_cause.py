@@ -11,7 +11,7 @@ import re
 from typing import Iterable
 
 from .diagnose_catalog import KnownIssue
-from .diagnose_log import (_CONFIG_DUMP, _SHELL_KILLED, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
+from .diagnose_log import (_COMPILER_KILLED, _CONFIG_DUMP, _SHELL_KILLED, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
                            short_path)
 from .diagnose_result import Diagnosis
 from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _REFUSAL_EXC, _SETTING, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
@@ -223,6 +223,12 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             if run is not None:
                 category, matched, basis = "flashinfer_jit", run.group(0), "evidence"
 
+    if category == "flashinfer_jit" and any(_BUILD_STEP_KILLED.search(body_at(k)) for k in ev):
+        # a build whose compile steps the kernel killed (the shell's "Killed" under them): memory ran
+        # out, whatever the build's own error then says ("Error compiling objects for extension")
+        category, basis = "oom", "evidence"
+        matched = next(body_at(k) for k in ev if _BUILD_STEP_KILLED.search(body_at(k)))
+
     # Origin: the causal exception's frames (Dynamo's 'from user code' frames when it lists them).
     origin = caller = raised_at = None
     src = causal if causal is not None and (causal.frames or causal.user_frames) else (
@@ -316,6 +322,7 @@ _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 # Python's unpacking of a value of the wrong shape: a programming error, raised as a ValueError
+_BUILD_STEP_KILLED = re.compile(r"^\s+Killed\s*$|" + _COMPILER_KILLED)
 _UNPACK = re.compile(r"\b(?:not enough|too many) values to unpack\b")
 _SERVING_STEP_TIMEOUT = re.compile(r"\bRPC call to execute_model timed out\b|"
                                    # Ray's compiled graph (vLLM's pipeline steps) waiting on a step's result
@@ -381,7 +388,10 @@ def _known(catalog: Iterable[KnownIssue], lines: list[_Line], start: int, catego
             and not _is_benign_fatal(ln.raw) and ln.level not in (0, 1)]  # (nor INFO/DEBUG records: "[custom_all_reduce.py:216] Registering ...")
     searchable = "\n".join(keep)
     matches = [ki for ki in catalog if ki.matches(searchable)]
-    return next((ki for ki in matches if ki.category == category), None if only or not matches else matches[0])
+    # (another category's entry only where the rules named none: a JIT build's command line naming
+    # custom_all_reduce.cu is no sign of the custom all-reduce issue)
+    fallback = None if only or not matches or category not in (None, "other") else matches[0]
+    return next((ki for ki in matches if ki.category == category), fallback)
 
 def _is_benign_fatal(line: str) -> bool:
     # "Ignore import error ... CUDA error" etc. are reported and skipped by SGLang itself; a feature

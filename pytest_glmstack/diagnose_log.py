@@ -260,6 +260,11 @@ _FAIL = re.compile("|".join((
     r"\bptxas\b.*\b(?:error|fatal)\b",
     r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]",
     r"^\s{4,}\[-h\]\s*$",  # argparse's usage wrapped to one option a line, under "usage: server.py"
+    r"^flag provided but not defined: -",  # Go's flag package refusing an option
+    r"^CMake Error\b",  # a build's configure step failed
+    r"^\s+Killed\s*$",  # the shell's word on a build step the kernel killed, indented by pip
+    # asyncio's report of a task that died ("Task exception was never retrieved"): its exception's repr
+    r"\bexception=[\w.]*(?:Error|Exception)\(",
     r"^\S+: (?:unrecognized option '-|invalid option -- ')",  # getopt's refusals (tritonserver, C++ tools)
     # a torch.compile failure logged at WARNING (suppress_errors) is still the compile failing
     r"\btorch\._(?:dynamo|inductor)\.exc\.(?!\w*Warning)\w+: ",

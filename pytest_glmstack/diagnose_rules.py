@@ -84,6 +84,7 @@ _RULE_SRC = (
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
                  # (argparse's usage, also wrapped to one option a line: "usage: server.py" then "       [-h]")
+                 r"^flag provided but not defined: -|"  # Go's flag package (ollama's runner)
                  r"invalid choice: |^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]|^\s{4,}\[-h\]\s*$|validation errors? for (?:\w*Config|\w*Args)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     # (not a Unix-domain socket's file: NCCL's "UDS: Binding to socket /tmp/nccl-socket-... failed")
@@ -95,7 +96,9 @@ _RULE_SRC = (
                     # check the port status and whether the port is being used by other process"
                     r"\bport (?:has|have) been bound already|\bport\b[^\n]{0,60}\bis being used by (?:an)?other process|"
                     # Gradio finding every port of its range taken
-                    r"\bCannot find empty port in range\b)"),
+                    r"\bCannot find empty port in range\b|"
+                    # a Rust server's listener (Dynamo's frontend, TGI's router): "could not bind to address: 0.0.0.0:8000"
+                    r"\bcould not bind to address\b)"),
     # binding an address that is not this machine's (a wrong host or IP): the configuration, no port
     # taken (after port_in_use: a log with both has a port taken)
     ("other", r"\bCannot assign requested address\b|\bEADDRNOTAVAIL\b"),
@@ -129,11 +132,11 @@ _RULE_SRC = (
             # NVSHMEM prints the CUDA driver's status: 2 is CUDA_ERROR_OUT_OF_MEMORY
             r"non-zero status: 2 cuMem(?:Create|Alloc\w*|Map)\b"),
     # a build whose compiler the kernel killed (its OOM killer): memory, not the code being built
-    ("oom", _COMPILER_KILLED),
+    ("oom", _COMPILER_KILLED + r"|^\s+Killed\s*$"),  # (also the shell's "Killed" under a build step, indented by pip)
     # a compiler's own diagnostic in a kernel source is a build failure, whatever the source is
     # for (flashinfer/comm/vllm_custom_all_reduce.cuh); not an arch check's "#error ... sm_90"
     ("flashinfer_jit", r"^(?!.*(?:\bsm_?\d|\barch|capabilit))" + _NOT_SOURCE_BUILD +
-                       r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc):\d+(?::\d+)?: (?:fatal )?error: "),
+                       r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc)(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+\): error\b)"),  # (gcc's, nvcc's forms)
     # a build that cannot run its compiler, or find an installation it compiles against ("Could not
     # find NVSHMEM installation" from TVM's nvcc wrapper): the build, whatever the library's name
     ("flashinfer_jit", r"No such file or directory: '(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|hipcc)'|"

@@ -2031,6 +2031,35 @@ V47S = [  # failure lines of the v47 tuning set the rules name
      "flashinfer_jit", "inferred"),
 ]
 
+V48S = [  # failure lines of the v48 tuning set the rules name
+    ("Task exception was never retrieved\nfuture: <Task finished name='Task-5' coro=<RouterManager.loop_for_fwd() done> "
+     "exception=RuntimeError('Triton Error [CUDA]: out of memory')>\n", "oom"),
+    ('thread \'tokio-runtime-worker\' panicked at /workspace/lib/llm/src/http/service/service_v2.rs:116:33:\n'
+     "could not bind to address: 0.0.0.0:8000\n", "port_in_use"),
+    ("flag provided but not defined: -ngl\nRunner usage\n", "bad_flag"),
+    ("      FAILED: /tmp/build/csrc/quantization/awq/gemm_kernels.o\n      /usr/local/cuda/bin/nvcc -c gemm_kernels.cu\n"
+     "      Killed\n      ninja: build stopped: subcommand failed.\n"
+     "RuntimeError: Error compiling objects for extension\n", "oom"),
+]
+
+
+def test_failures_v48_taught_have_counter_cases():
+    """What v48 taught, and what it must not catch."""
+    # a JIT build that fails on its own (a compile error, nothing killed) stays the build's failure
+    d = diagnose.classify("      FAILED: /root/.cache/torch_extensions/x/x.o\n/root/.cache/torch_extensions/x/x.cu(12): error: "
+                          "identifier \"foo\" is undefined\n"
+                          "ninja: build stopped: subcommand failed.\nRuntimeError: Error compiling objects for extension\n", CATALOG)
+    assert d.failed and d.category == "flashinfer_jit", d.render()
+    # ... and a build's command line naming custom_all_reduce.cu brings no custom all-reduce known issue
+    d = diagnose.classify("FAILED: /root/.cache/torch_extensions/ar/custom_all_reduce.o\n"
+                          "/usr/local/cuda/bin/nvcc -c /root/.cache/torch_extensions/ar/custom_all_reduce.cu\n"
+                          "/root/.cache/torch_extensions/ar/custom_all_reduce.cu(3): error: identifier \"foo\" is undefined\n"
+                          "RuntimeError: Error compiling objects for extension\n", CATALOG)
+    assert d.failed and d.category == "flashinfer_jit" and d.known_issue is None, d.render()
+    # a task's repr without an exception in it is no failure
+    assert not diagnose.classify("INFO:     Uvicorn running on http://0.0.0.0:8080\n"
+                                 "future: <Task finished name='Task-5' coro=<loop() done> result=None>\n", CATALOG).failed
+
 
 def test_failures_v47_taught_have_counter_cases(rules_only):
     """What v47 taught, and what it must not catch (the rules alone)."""
@@ -2342,7 +2371,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

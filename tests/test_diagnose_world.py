@@ -66,7 +66,8 @@ public sources in none of v1-v39, scored once (28/36 and 30/36), tuning sets sin
 none of v1-v43, scored once (26/37), a tuning set since. v45 and v46 (tests/data/world/v45, v46):
 60 logs each from public sources in none of v1-v44, scored once (34/40 and 34/38), tuning sets since.
 v47 (tests/data/world/v47): 49 logs from public sources in none of v1-v46, scored once (21/30), a
-tuning set since.
+tuning set since. v48 (tests/data/world/v48): 53 logs from public sources in none of v1-v47, scored
+once (22/32), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -629,6 +630,13 @@ V46_FLOOR = {"right_category": 35, "failed": 38, "healthy_called_failed": 1, "in
 # a tuning set since.
 V47_FLOOR = {"right_category": 26, "failed": 30, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
 
+# v48 was scored once as a frozen test set (2026-12-03, rules and model of words of commit c6511cd,
+# i.e. after tuning on v47, before any of its logs was seen by them or by whoever tuned them: 22/32
+# right category, 0/12 healthy called failed, 9/9 incomplete right, 3 labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a
+# tuning set since.
+V48_FLOOR = {"right_category": 26, "failed": 32, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -676,6 +684,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v45", "split-v45.json", V45_FLOOR, "34/40"),
     ("v46", "split-v46.json", V46_FLOOR, "34/38"),
     ("v47", "split-v47.json", V47_FLOOR, "21/30"),
+    ("v48", "split-v48.json", V48_FLOOR, "22/32"),
 ]
 
 
