@@ -78,7 +78,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
             wrapper_cat = "cuda_graph_capture"
         # an exception whose message starts on the next line ("DistNetworkError:\n The server
         # socket has failed to listen ...\n EADDRINUSE"): those lines are its message
-        said = head if causal.msg.strip() or wrapper_cat else "\n".join([head, *causal.cont[:6]])
+        # (nor pydantic's "1 validation error for ModelConfig": its detail lines say what was refused)
+        said = head if (causal.msg.strip() and not _PYDANTIC_HEAD.search(head)) or wrapper_cat else \
+            "\n".join([head, *causal.cont[:6]])
         told = "\n".join(c for c in causal.cont if not _is_benign(c))
         if inner is None and _NCCL_CUDA_FAILURE.search(head):
             # NCCL's "unhandled cuda error ... Last error: Cuda failure 'out of memory'": the CUDA
@@ -322,6 +324,7 @@ _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 # Python's unpacking of a value of the wrong shape: a programming error, raised as a ValueError
+_PYDANTIC_HEAD = re.compile(r"\b\d+ validation errors? for \w+\s*$")
 _BUILD_STEP_KILLED = re.compile(r"^\s+Killed\s*$|" + _COMPILER_KILLED)
 _UNPACK = re.compile(r"\b(?:not enough|too many) values to unpack\b")
 _SERVING_STEP_TIMEOUT = re.compile(r"\bRPC call to execute_model timed out\b|"

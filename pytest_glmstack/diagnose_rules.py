@@ -43,7 +43,9 @@ _RULE_SRC = (
               r"provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion"),
     # a model whose architecture the engine has no implementation of: the model, not the GPU's architecture
     ("other", r"architectures?:? \[[^\]\n]*For[A-Z]\w*[^\]\n]*\] (?:are|is) not supported|"
-              r"[Cc]an ?not (?:find|found) [\w ]{0,30}for (?:model )?architectures?\b|\bUnsupported model architecture\b"),
+              r"[Cc]an ?not (?:find|found) [\w ]{0,30}for (?:model )?architectures?\b|\bUnsupported model architecture\b|"
+              # vLLM could not load the model's class to inspect it (its config's validation reports it)
+              r"\bModel architectures \[[^\]\n]*\] failed to be inspected\b"),
     # vLLM's profiling check that free memory did not grow while it measured (another process
     # on the GPU freeing memory): no shortage of memory
     ("other", r"Error in memory profiling\. Initial free memory [\d.]+ ?GiB, current free memory"),
@@ -177,7 +179,9 @@ _RULE_SRC = (
                   r"\bNIXL (?:transfer|handshake)\w* (?:failure|failed|error)\b|\bhandshake_setup_failed\b|"
                   # HCCL, Ascend's collective library: its transport between ranks could not be set up
                   # (not "HCCL function error" alone: it also wraps a port already bound)
-                  r"\bTransport init error\b"),
+                  r"\bTransport init error\b|"
+                  # HCCL's own error records: links between ranks not established, its return codes
+                  r"\bHCCL\(\d+[^)]*\)[^\n]*\b(?:[Tt]ime ?out|[Ff]ailed|fail)\b|\bhcclRet\b"),
     ("arch_unsupported", r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|"
                          r"not supported (?:on|in|by|for) (?:this|the current|your) (?:GPU|device|architecture|arch)|"
                          # LLVM (Triton's, Inductor's backend) does not know the GPU as a target

@@ -2042,6 +2042,25 @@ V48S = [  # failure lines of the v48 tuning set the rules name
      "RuntimeError: Error compiling objects for extension\n", "oom"),
 ]
 
+V49S = [  # failure lines of the v49 tuning set the rules name
+    ("[ERROR] HCCL(106335,):2026-05-21-21:39:58.706.533 [hccl_socket_manager.cc:835] [128657][Create][Sockets]Wait links "
+     "establish completed failed, local role is client. ret[9]\n", "nccl_comm"),
+    ("(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+     "(APIServer pid=1)   Value error, Model architectures ['Qwen3NextForCausalLM'] failed to be inspected. Please check "
+     "the logs for more details. [type=value_error]\n", "other"),
+]
+
+
+def test_failures_v49_taught_have_counter_cases():
+    """What v49 taught, and what it must not catch."""
+    # pydantic's refusal of a setting stays a refused setting, read from its detail lines
+    d = diagnose.classify("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                          "  Value error, max_model_len must be a positive integer [type=value_error]\n", CATALOG)
+    assert d.failed and d.category == "bad_flag", d.render()
+    # HCCL's informational records are no failure
+    assert not diagnose.classify("[INFO] HCCL(1234,python3):2025-07-23-03:47:57.070.463 [hccl_comm.cc:100] "
+                                 "init success, rank 0\nINFO:     Uvicorn running on http://0.0.0.0:8000\n", CATALOG).failed
+
 
 def test_failures_v48_taught_have_counter_cases():
     """What v48 taught, and what it must not catch."""
@@ -2371,7 +2390,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

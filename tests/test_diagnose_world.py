@@ -67,7 +67,8 @@ none of v1-v43, scored once (26/37), a tuning set since. v45 and v46 (tests/data
 60 logs each from public sources in none of v1-v44, scored once (34/40 and 34/38), tuning sets since.
 v47 (tests/data/world/v47): 49 logs from public sources in none of v1-v46, scored once (21/30), a
 tuning set since. v48 (tests/data/world/v48): 53 logs from public sources in none of v1-v47, scored
-once (22/32), a tuning set since.
+once (22/32), a tuning set since. v49 (tests/data/world/v49): 39 logs from public sources in none of
+v1-v48, scored once (14/23), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -637,6 +638,13 @@ V47_FLOOR = {"right_category": 26, "failed": 30, "healthy_called_failed": 0, "in
 # tuning set since.
 V48_FLOOR = {"right_category": 26, "failed": 32, "healthy_called_failed": 0, "incomplete_ok": 9, "incomplete": 9}
 
+# v49 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 1ed05cd,
+# i.e. after tuning on v48, before any of its logs was seen by them or by whoever tuned them: 14/23
+# right category, 0/8 healthy called failed, 8/8 incomplete right, 3 labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a
+# tuning set since.
+V49_FLOOR = {"right_category": 17, "failed": 23, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 8}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -685,6 +693,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v46", "split-v46.json", V46_FLOOR, "34/38"),
     ("v47", "split-v47.json", V47_FLOOR, "21/30"),
     ("v48", "split-v48.json", V48_FLOOR, "22/32"),
+    ("v49", "split-v49.json", V49_FLOOR, "14/23"),
 ]
 
 
