@@ -87,6 +87,8 @@ _RULE_SRC = (
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
                  # (argparse's usage, also wrapped to one option a line: "usage: server.py" then "       [-h]")
                  r"^flag provided but not defined: -|"  # Go's flag package (ollama's runner)
+                 # TensorRT-LLM's engine built for another number of ranks than the job runs
+                 r"\bEngine world size \([^)]*\) != Runtime world size\b|"
                  r"invalid choice: |^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]|^\s{4,}\[-h\]\s*$|validation errors? for (?:\w*Config|\w*Args)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     # (not a Unix-domain socket's file: NCCL's "UDS: Binding to socket /tmp/nccl-socket-... failed")
@@ -156,6 +158,8 @@ _RULE_SRC = (
             r"\bNoFreeBlocksError\b|backend buffer base cannot be NULL|"
             # vLLM's checks that the KV cache holds one request (a traceback cut off at the call names them)
             r"\braise_if_cache_size_invalid\(|\b_?check_enough_kv_cache_memory\(|"
+            # TensorRT-LLM's paged KV cache too small for one sequence
+            r"\bmaxTokensInPagedKvCache must be large enough\b|"
             # llama.cpp's KV cache with fewer cells than one batch holds tokens
             r"\bfind_slot: n_tokens = \d+ > size = \d+|"
             # vLLM: less free memory at start-up than gpu_memory_utilization asks for
@@ -220,6 +224,8 @@ _RULE_SRC = (
                          r"\bCompute function exceeds available (?:temporary registers|threadgroup memory)\b|"
                          # "Found Tesla P40 which is too old to be supported by the triton GPU compiler"
                          r"\b(?:GPU|device|card|Tesla|which)\b[^\n]{0,40}\bis too old to be supported\b|"
+                         # NVIDIA's containers refusing a GPU older than their CUDA supports
+                         r"\bGPU, which is not supported by this container\b|"
                          # TensorRT's runtime: an engine built for another GPU ("The engine plan file is
                          # generated on an incompatible device, expecting compute 8.0 got compute 8.9")
                          r"\bplan file is generated on an incompatible device\b|\bexpecting compute \d+\.\d+ got compute \d+\.\d+|"
@@ -652,6 +658,12 @@ def _frame_category(exc: _Exc) -> str | None:
         return "bad_flag"  # a JSON-valued flag that is not JSON
     # raised inside torch.compile's own machinery, or in the code Inductor generated (its cache)
     if re.search(r"torch/_(?:dynamo|inductor|functorch)/|/inductor_cache/|/torchinductor_[^/]+/|/torch_compile_cache/", real[-1]):
+        return "dynamo_other"
+    gen = [i for i, p in enumerate(real) if re.search(r"/inductor_cache/|/torchinductor_[^/]+/|/torch_compile_cache/", p)]
+    if gen and all(re.search(r"(?:^|/)torch/", p) for p in real[gen[-1] + 1:]) and \
+            not re.search(r"\bCUDA error\b|CUBLAS_STATUS|CUDNN_STATUS", exc.head or ""):
+        # the code Inductor generated called torch with what torch refused (not a kernel's or a
+        # library's failure while the compiled code ran)
         return "dynamo_other"
     if frames[-1].func == "bind" and re.search(r"zmq/|socket|asyncio/|uvicorn/|torch/distributed/", real[-1]):
         return "port_in_use"  # raised binding a socket (zmq, asyncio, c10d's store): the address is taken

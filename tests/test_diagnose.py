@@ -2050,6 +2050,33 @@ V49S = [  # failure lines of the v49 tuning set the rules name
      "the logs for more details. [type=value_error]\n", "other"),
 ]
 
+V50S = [  # failure lines of the v50 tuning set the rules name
+    ("E1128 16:31:49.479096 227 backend_model.cc:634] ERROR: Failed to create instance: unexpected error when creating "
+     "modelInstanceState: maxTokensInPagedKvCache must be large enough to process at least 1 sequence to completion\n", "oom"),
+    ("ERROR: Detected NVIDIA Quadro M1000M GPU, which is not supported by this container\n", "arch_unsupported"),
+    ("AssertionError: Engine world size (2 * 1) != Runtime world size (1)\n", "bad_flag"),
+    ('Traceback (most recent call last):\n  File "/tmp/torchinductor_u/3i/c3ilt6.py", line 579, in call\n'
+     "    buf1 = torch.ops.aten._scaled_dot_product_efficient_attention.default(q, k, v, bias)\n"
+     '  File "/env/torch/_ops.py", line 667, in __call__\n    return self_._op(*args, **kwargs)\n'
+     "RuntimeError: invalid dtype for bias - should match query's dtype\n", "dynamo_other", "inferred"),
+]
+
+
+def test_failures_v50_taught_have_counter_cases():
+    """What v50 taught, and what it must not catch."""
+    # a CUDA library's failure while Inductor's code ran is that library's, not the compile's
+    d = diagnose.classify('Traceback (most recent call last):\n  File "/tmp/torchinductor_u/ab/cab.py", line 90, in call\n'
+                          "    extern_kernels.mm(a, b, out=c)\n"
+                          '  File "/env/torch/_ops.py", line 667, in __call__\n    return self_._op(*args, **kwargs)\n'
+                          "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx`\n", CATALOG)
+    assert d.category != "dynamo_other", d.render()
+    # ... and a failure in a library the compiled code called (not torch) is that library's
+    d = diagnose.classify('Traceback (most recent call last):\n  File "/tmp/torchinductor_u/ab/cab.py", line 90, in call\n'
+                          "    out = flash_attn_func(q, k, v)\n"
+                          '  File "/env/flash_attn/flash_attn_interface.py", line 12, in flash_attn_func\n    check(q)\n'
+                          "RuntimeError: invalid dtype for q\n", CATALOG)
+    assert d.category != "dynamo_other", d.render()
+
 
 def test_failures_v49_taught_have_counter_cases():
     """What v49 taught, and what it must not catch."""
@@ -2390,7 +2417,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

@@ -68,7 +68,8 @@ none of v1-v43, scored once (26/37), a tuning set since. v45 and v46 (tests/data
 v47 (tests/data/world/v47): 49 logs from public sources in none of v1-v46, scored once (21/30), a
 tuning set since. v48 (tests/data/world/v48): 53 logs from public sources in none of v1-v47, scored
 once (22/32), a tuning set since. v49 (tests/data/world/v49): 39 logs from public sources in none of
-v1-v48, scored once (14/23), a tuning set since.
+v1-v48, scored once (14/23), a tuning set since. v50 (tests/data/world/v50): 29 logs from public
+sources in none of v1-v49, scored once (11/17), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -645,6 +646,13 @@ V48_FLOOR = {"right_category": 26, "failed": 32, "healthy_called_failed": 0, "in
 # tuning set since.
 V49_FLOOR = {"right_category": 17, "failed": 23, "healthy_called_failed": 0, "incomplete_ok": 8, "incomplete": 8}
 
+# v50 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 5581868,
+# i.e. after tuning on v49, before any of its logs was seen by them or by whoever tuned them: 11/17
+# right category, 0/9 healthy called failed, 3/3 incomplete right, 2 labelled from their threads;
+# blind-labels.jsonl holds an independent reader's labels; docs/diagnosis-record.md) and is a
+# tuning set since.
+V50_FLOOR = {"right_category": 15, "failed": 17, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 3}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -694,6 +702,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v47", "split-v47.json", V47_FLOOR, "21/30"),
     ("v48", "split-v48.json", V48_FLOOR, "22/32"),
     ("v49", "split-v49.json", V49_FLOOR, "14/23"),
+    ("v50", "split-v50.json", V50_FLOOR, "11/17"),
 ]
 
 
