@@ -85,10 +85,10 @@ _RULE_SRC = (
                  r"^error: (?:invalid value '[^']*' for '-|unexpected argument '-|Found argument '-)|"
                  # click's command-line errors (trtllm-serve, trtllm-bench and other click CLIs)
                  r"^Error: (?:No such option|Invalid value for '-|Missing option '-|Got unexpected extra arguments?|Option '-[^']*' requires)|"
-                 # (argparse's usage, also wrapped to one option a line: "usage: server.py" then "       [-h]")
                  r"^flag provided but not defined: -|"  # Go's flag package (ollama's runner)
                  # TensorRT-LLM's engine built for another number of ranks than the job runs
                  r"\bEngine world size \([^)]*\) != Runtime world size\b|"
+                 # (argparse's usage, also wrapped to one option a line: "usage: server.py" then "       [-h]")
                  r"invalid choice: |^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]|^\s{4,}\[-h\]\s*$|validation errors? for (?:\w*Config|\w*Args)\b|"
                  r"(?:EngineArgs|ServerArgs|AsyncEngineArgs)\.__init__\(\) got an unexpected keyword argument"),
     # (not a Unix-domain socket's file: NCCL's "UDS: Binding to socket /tmp/nccl-socket-... failed")
