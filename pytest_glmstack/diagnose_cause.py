@@ -324,6 +324,10 @@ _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 # Python's unpacking of a value of the wrong shape: a programming error, raised as a ValueError
+# A build's compile steps and the source file a compiler's diagnostic names say what was being
+# built, not why it failed: a custom_all_reduce.cu in them is no sign of the custom all-reduce issue
+_COMPILE_STEP = re.compile(r"(?:^|/)(?:nvcc|gcc|g\+\+|c\+\+|clang\+\+|cc)\s+-|^\s*FAILED: \S+\.o\b|^\s*\[\d+/\d+\] ")
+_DIAG_AT = re.compile(r"^\s*[\w./-]+\.(?:cu|cuh|cc|cpp|c|h|hh|hpp|inl)(?:\(\d+\)|:\d+(?::\d+)?): (?=(?:fatal )?error\b|warning\b)")
 _PYDANTIC_HEAD = re.compile(r"\b\d+ validation errors? for \w+\s*$")
 _BUILD_STEP_KILLED = re.compile(r"^\s+Killed\s*$|" + _COMPILER_KILLED)
 _UNPACK = re.compile(r"\b(?:not enough|too many) values to unpack\b")
@@ -387,14 +391,12 @@ def _known(catalog: Iterable[KnownIssue], lines: list[_Line], start: int, catego
     catalog = tuple(catalog)
     if not catalog:
         return None
-    keep = [ln.body for ln in lines[start:] if not _CONFIG_DUMP.search(ln.raw) and len(ln.raw) < 4000
-            and not _is_benign_fatal(ln.raw) and ln.level not in (0, 1)]  # (nor INFO/DEBUG records: "[custom_all_reduce.py:216] Registering ...")
+    keep = [_DIAG_AT.sub("", ln.body) for ln in lines[start:] if not _CONFIG_DUMP.search(ln.raw) and len(ln.raw) < 4000
+            and not _is_benign_fatal(ln.raw) and ln.level not in (0, 1)  # (nor INFO/DEBUG records: "[custom_all_reduce.py:216] Registering ...")
+            and not _COMPILE_STEP.search(ln.body)]
     searchable = "\n".join(keep)
     matches = [ki for ki in catalog if ki.matches(searchable)]
-    # (another category's entry only where the rules named none: a JIT build's command line naming
-    # custom_all_reduce.cu is no sign of the custom all-reduce issue)
-    fallback = None if only or not matches or category not in (None, "other") else matches[0]
-    return next((ki for ki in matches if ki.category == category), fallback)
+    return next((ki for ki in matches if ki.category == category), None if only or not matches else matches[0])
 
 def _is_benign_fatal(line: str) -> bool:
     # "Ignore import error ... CUDA error" etc. are reported and skipped by SGLang itself; a feature
