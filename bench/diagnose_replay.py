@@ -130,6 +130,26 @@ def instrument(tree: Path) -> None:
         f.write_text(s)
 
 
+# The engines of the issue's own scope (an SGLang stack on NVIDIA GPUs and what it is built of);
+# llama.cpp, ollama, Metal, Ascend and the rest are scored apart from them.
+PRODUCT_ENGINES = ("sglang", "vllm", "trtllm", "pytorch", "flashinfer", "nccl", "deepep")
+_ENGINE_ALIAS = {"llama.cpp": "llamacpp"}
+
+
+def by_scope(rows: list[dict]) -> dict[str, list[int]]:
+    """Right category over failed logs: the product's engines, the others, and each engine."""
+    out: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r["outcome"] != "failed":
+            continue
+        ok = r["verdict"] == "failed" and r["category"] == r["label"]
+        scope = "product engines" if r["engine"] in PRODUCT_ENGINES else "other engines"
+        for key in (scope, r["engine"] or "unknown"):
+            out[key][0] += ok
+            out[key][1] += 1
+    return dict(out)
+
+
 def labelled(name: str) -> list[tuple[str, Path, dict]]:
     root = WORLD / name
     rows = {}
@@ -164,7 +184,8 @@ def replay(name: str, commit: str) -> list[dict]:
         d = got[n]
         if d["verdict"] == "failed" and d["basis"] is None:
             d["basis"] = _SCAN_BASIS.get(d["category"])
-        out.append({**d, "set": name, "outcome": row["outcome"], "label": row.get("category")})
+        out.append({**d, "set": name, "outcome": row["outcome"], "label": row.get("category"),
+                    "engine": _ENGINE_ALIAS.get(row.get("engine"), row.get("engine"))})
     return out
 
 
@@ -202,6 +223,10 @@ def main() -> int:
         print(f"  {k:16} {a:4}/{b:<4} {a / b:.0%}")
     for title, (a, b) in (("named", named), ("inferred", inferred)):
         print(f"  {title:16} {a:4}/{b:<4} {a / b if b else 0:.0%}")
+    scope = by_scope(rows)
+    print("right category on failed logs, by engine:")
+    for k, (a, b) in sorted(scope.items(), key=lambda x: -x[1][1]):
+        print(f"  {k:16} {a:4}/{b:<4} {a / b:.0%}")
     # The model of words where it spoke: what it turned right and wrong against the rules alone
     # (which said "other" there)
     words: dict[str, dict] = {}
@@ -216,7 +241,7 @@ def main() -> int:
               f"{w['turned_wrong']} wrong")
     if args.out:
         args.out.write_text(json.dumps({"sets": [s for s, _, _ in todo], "by_basis": dict(by), "named": named,
-                                        "inferred": inferred, "words": words, "logs": rows}, indent=1) + "\n")
+                                        "inferred": inferred, "by_engine": scope, "words": words, "logs": rows}, indent=1) + "\n")
     return 0
 
 

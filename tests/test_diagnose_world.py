@@ -469,8 +469,8 @@ V19_FLOOR = {"right_category": 62, "failed": 65, "healthy_called_failed": 0, "in
 # before any of its logs was seen by them or by whoever tuned them: 53/64 right category, 1/19
 # healthy called failed, 13/16 incomplete right; docs/diagnosis.md) and is a tuning set since. (61
 # until the model of words was retrained with v28: v20n-025, labelled port_in_use from its thread, was
-# right only by the model's in-sample pick; 60 since.)
-V20_FLOOR = {"right_category": 61, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
+# right only by the model's in-sample pick; 60 since; 61 again, and 60 since the retrain on v2-v50.)
+V20_FLOOR = {"right_category": 60, "failed": 64, "healthy_called_failed": 0, "incomplete_ok": 13, "incomplete": 16}
 
 
 # v21 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 2396228,
@@ -483,8 +483,10 @@ V21_FLOOR = {"right_category": 40, "failed": 43, "healthy_called_failed": 0, "in
 
 # v22 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 97e1703,
 # before any of its logs was seen by them or by whoever tuned them: 40/65 right category, 0/17
-# healthy called failed, 17/19 incomplete right; docs/diagnosis.md) and is a tuning set since.
-V22_FLOOR = {"right_category": 58, "failed": 65, "healthy_called_failed": 0, "incomplete_ok": 18, "incomplete": 19}
+# healthy called failed, 17/19 incomplete right; docs/diagnosis.md) and is a tuning set since. (58
+# until the model of words was retrained on v2-v50: v22a-020, a capture failure in vLLM's all_gather
+# cut before its exception line, was right only by the model's in-sample pick; 57 since.)
+V22_FLOOR = {"right_category": 57, "failed": 65, "healthy_called_failed": 0, "incomplete_ok": 18, "incomplete": 19}
 
 
 # v23 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 8aa0a51,
@@ -521,8 +523,9 @@ V26_FLOOR = {"right_category": 35, "failed": 41, "healthy_called_failed": 0, "in
 # healthy called failed, 15/15 incomplete right; 7 of its failures are labelled from their threads;
 # nine logs set aside in split-v27.json; blind-labels.jsonl holds an independent reader's labels;
 # docs/diagnosis-record.md) and is a tuning set since. (36 until the model of words was retrained
-# with v29: v27a-021, labelled from its thread, was right only by the model's in-sample pick; 35 since.)
-V27_FLOOR = {"right_category": 36, "failed": 38, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 15}
+# with v29: v27a-021, labelled from its thread, was right only by the model's in-sample pick; 35 since;
+# 36 again, and 35 since the retrain on v2-v50: v27c-022's cut-off traceback is `other` to it.)
+V27_FLOOR = {"right_category": 35, "failed": 38, "healthy_called_failed": 0, "incomplete_ok": 15, "incomplete": 15}
 
 
 # v28 was scored once as a frozen test set (2026-12-03, rules and model of words of commit 57d8d5b,
