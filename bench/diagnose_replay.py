@@ -49,7 +49,8 @@ FROZEN = [("v3", "66a7dad", "25/44"), ("v4", "12bc88e", "18/24"), ("v5", "c37494
           ("v44", "f2fb16b", "26/37"), ("v45", "be0884b", "34/40"),
           ("v46", "be0884b", "34/38"), ("v47", "362be13", "21/30"),
           ("v48", "c6511cd", "22/32"), ("v49", "1ed05cd", "14/23"),
-          ("v50", "5581868", "11/17")]
+          ("v50", "5581868", "11/17"),
+          ("v51", "d99d465", "28/38")]
 
 # The same steps of the cause code in every version since v3, each marked with what it rests on.
 _STEPS = [

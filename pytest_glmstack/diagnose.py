@@ -135,8 +135,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     last_fail = max(fails, default=-1)  # ... nor a failure after it: then the failure is the news
     # ... nor kernels being compiled just before it (the note itself names compilation as a cause)
     compiling = [j for j, st, label in phases if st is None and label.startswith("in a JIT build")]
-    fails += [k for k in hang_notes if k > last_phase_line and k > last_fail
-              and not any(k - 30 <= j < k for j in compiling)]
+    # Such a note is no failure: a log that ends in it shows a hang, incomplete unless the launch
+    # timed out (then startup_hang); it names what the log stopped doing.
+    stalled = [k for k in hang_notes if k > last_phase_line and k > last_fail
+               and not any(k - 30 <= j < k for j in compiling)]
     fails.sort()
     health = _past_warmup(bodies, health, fails)
     # SGLang kills its whole process tree on "Received sigquit from a child process", and ggml's
@@ -259,6 +261,9 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if exit_code not in (None, 0, -15, -9, -2):
             return Diagnosis("failed", "other", f"the server exited with code {exit_code} without an error in its log; "
                              f"it {where}", tail, phase=phase, basis="exit")
+        if stalled:
+            where = ((f"stuck {phase}" if phase else "stuck") + f": {bodies[stalled[-1]].strip()[:110]}"
+                     + (f" ({len(stalled)} times)" if len(stalled) > 1 else ""))
         return Diagnosis("incomplete", None, where, tail, phase=phase)
 
     if sticky:

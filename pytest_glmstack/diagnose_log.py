@@ -257,6 +257,7 @@ _FAIL = re.compile("|".join((
     r"Watchdog caught collective operation timeout", r"\bibv_\w+ failed\b", r"qp creation failed", r"non-zero status: -?\d+",
     r"\bNVSHMEM\b.*\b(?:ERROR|error|failed)\b", r"DeepEP error",
     r"\bfatal error\b", r"^\S+:\d+:\d+: error: ", r"^[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc|c):\d+: error: ", r"compilation terminated", r"ninja: build stopped", r"Ninja build failed",
+    r"^FAILED: (?:\[code=\d+\] )?\S+\.(?:o|so|obj|pyd)\s*$",  # ninja's report of a build step that failed (at any log level)
     r"\bptxas\b.*\b(?:error|fatal)\b",
     r"error: unrecognized arguments", r": error: argument ", r": error: the following arguments", r"^usage: \S+(?: [a-z][\w-]*){0,3} \[-h\]",
     r"^\s{4,}\[-h\]\s*$",  # argparse's usage wrapped to one option a line, under "usage: server.py"
@@ -347,6 +348,7 @@ _FAIL = re.compile("|".join((
     r"Out of memory\. Try to lower your batch size",
     # UCX's signal handler (under NIXL, MPI, HPC-X): a native crash, whatever library it was in
     r"\] Caught signal \d+ \(",
+    r"\*\*\* Process received signal \*\*\*",  # Open MPI's signal handler: a native crash of that rank
     # pytest's summary of a run with failures, and its per-test line "FAILED path::test - Error: ..."
     r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)
     # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"

@@ -71,6 +71,10 @@ _RULE_SRC = (
     # a checkpoint file that does not parse: the model's files
     ("other", r"\bSafetensorError\b|\bError while deserializing header\b"),
     ("bad_flag", r"^error: invalid argument: \S|"
+                 # vLLM's attention-backend selector refusing the backend asked for, and a parallelism
+                 # the model's architecture does not support
+                 r"\bSelected backend \S+ is not valid for this configuration\b|"
+                 r"\b(?:Pipeline|Tensor|Data|Expert|Context) parallelism is only supported for the following\s+architectures\b|"
                  # two options refused together, whatever exception carries it: "--enable-auto-tool-choice
                  # and --enable-reasoning cannot be enabled at the same time"
                  r"--[\w-]+ (?:and|with) --[\w-]+ (?:cannot|can't|can not|must not) be (?:enabled|used|set|specified|combined)\b|"

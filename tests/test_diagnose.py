@@ -1070,8 +1070,12 @@ def test_the_shared_memory_note_during_kernel_compilation_is_no_hang():
     compiling = "ptxas info    : Compile time = 0.143 ms\nptxas info    : Function properties for _Z3foov"
     d = diagnose.classify("\n".join([start, compiling, note]), CATALOG)
     assert (d.verdict, d.summary) == ("incomplete", "stopped in a JIT build (compiling kernels)"), d.render()
-    # without compiler output before it the note is the stall
+    # without compiler output before it the note is the stall: a hang the log shows (incomplete, the
+    # note named), and startup_hang where the launch timed out
     d = diagnose.classify("\n".join([start, note]), CATALOG)
+    assert (d.verdict, d.summary.split(":")[0]) == ("incomplete", "stuck after loading weights"), d.render()
+    assert "No available shared memory broadcast block" in d.summary, d.render()
+    d = diagnose.classify("\n".join([start, note]), CATALOG, hang=True)
     assert (d.verdict, d.category) == ("failed", "startup_hang"), d.render()
 
 
@@ -2062,6 +2066,29 @@ V50S = [  # failure lines of the v50 tuning set the rules name
 ]
 
 
+V51S = [  # failure lines of the v51 tuning set the rules name
+    ("ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. "
+     "Reason: ['head_size not supported']\n", "bad_flag"),
+    ("NotImplementedError: Pipeline parallelism is only supported for the following  architectures: "
+     "['LlamaForCausalLM', 'MistralForCausalLM']\n", "bad_flag"),
+    ("(Worker_TP0 pid=1) WARNING 06-09 01:36:04 [flashinfer_all_reduce.py:74] FAILED: [code=1] "
+     "/root/.cache/flashinfer/0.6.11/90a/cached_ops/trtllm_comm/trtllm_comm.so\n", "flashinfer_jit"),
+]
+
+
+def test_failures_v51_taught_have_counter_cases():
+    """What v51 taught, and what it must not catch."""
+    # Open MPI's signal report is a rank's native crash: a failure, not a log that merely stops
+    d = diagnose.classify("host:1:2 [0] NCCL INFO RAS client listening socket at ::1<28028>\n"
+                          "[host:405884] *** Process received signal ***\n", CATALOG)
+    assert d.failed, d.render()
+    # ninja's report of a failed step is a failure at any log level; a step that succeeded is not
+    assert not diagnose.classify("WARNING 06-09 01:36:04 [flashinfer_all_reduce.py:74] [1/1] c++ a.o -shared -o "
+                                 "trtllm_comm.so\nINFO:     Application startup complete.\n", CATALOG).failed
+    # a parallelism some architectures support, named in a healthy log's notes, is no refusal
+    assert not diagnose.classify("INFO 05-01 10:00:00 Pipeline parallelism is supported for LlamaForCausalLM\n"
+                                 "INFO:     Application startup complete.\n", CATALOG).failed
+
 def test_failures_v50_taught_have_counter_cases():
     """What v50 taught, and what it must not catch."""
     # a CUDA library's failure while Inductor's code ran is that library's, not the compile's
@@ -2417,7 +2444,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S), ("v51s", V51S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,
