@@ -344,7 +344,8 @@ _CAPTURE_FRAME = re.compile(r"capture_(?:cuda|cpu|decode|prefill)_graph|(?:cuda|
                             r"init_cuda_graphs|capture_one_batch_size|capture_model|^capture(?:_end|_begin)?$|torch/cuda/graphs\.py")
 _NCCL_FRAME = re.compile(r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|pynccl|ncclComm\w*|"
                          r"ncclGetUniqueId|custom_all_reduce|init_process_group|mscclpp|nvshmem|"
-                         r"flashinfer/comm/|mnnvl|all_?reduce")
+                         r"flashinfer/comm/|mnnvl|all_?reduce|"
+                         r"_symmetric_memory|symm_mem")  # torch's symmetric memory (its rendezvous), under vLLM's all-reduce
 _ARGS_CODE = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)|vllm/engine/arg_utils\.py|vllm/config|"
                         r"tensorrt_llm/llmapi/llm_args\.py|text_generation_server/cli\.py")
 # A refused combination of settings, in the words argument checks use, when the exception's frames
