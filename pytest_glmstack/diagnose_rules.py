@@ -133,7 +133,10 @@ _RULE_SRC = (
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
                      # Inductor's compile workers (torch/_inductor/compile_worker) and Dynamo's own errors
                      r"\bSubprocException\b|\bInternalTorchDynamoError\b|"
-                     r"torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler"),
+                     r"torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler|"
+                     # symbolic shapes asked to guard on a value only known at run time (Inductor's
+                     # lowering, or Dynamo's tracing with dynamic shapes): the compile's own limits
+                     r"\bGuardOnDataDependentSymNode\b|Could not guard on data-dependent expression"),
     # NCCL's own report that an allocation failed: memory, not the network (the peers' "connection
     # closed by remote peer" that follows is the consequence)
     ("oom", r"NCCL WARN (?:Cuda failure '?out of memory|Failed to CUDA (?:c|m|host )?alloc|.*\bout of memory\b)|^\s*Cuda failure 'out of memory'|"

@@ -72,7 +72,9 @@ v1-v48, scored once (14/23), a tuning set since. v50 (tests/data/world/v50): 29 
 sources in none of v1-v49, scored once (11/17), a tuning set since. v51 (tests/data/world/v51): 50 logs
 from public issue threads in none of v1-v50, of the issue's own engines only, scored once (28/38), a
 tuning set since. v52 (tests/data/world/v52): 31 logs from public issue threads in none of v1-v51,
-of the issue's own engines only, scored once (14/22), a tuning set since.
+of the issue's own engines only, scored once (14/22), a tuning set since v53 (tests/data/world/v53): 33 logs from public
+threads in none of v1-v52 (the stack's engines, and projects that run them), scored once (12/23), a
+tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -675,6 +677,13 @@ V51_FLOOR = {"right_category": 32, "failed": 38, "healthy_called_failed": 0, "in
 # a tuning set since.
 V52_FLOOR = {"right_category": 15, "failed": 22, "healthy_called_failed": 0, "incomplete_ok": 5, "incomplete": 5}
 
+
+# v53 was scored once as a frozen test set (2026-12-04, rules of commit e611459, i.e. after tuning on
+# v52, before any of its logs was seen by them or by whoever tuned them: 12/23 right category, 0/5
+# healthy called failed, 3/5 incomplete right, 15 labelled from their threads; blind-labels.jsonl
+# holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V53_FLOOR = {"right_category": 13, "failed": 23, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 5}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -727,6 +736,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v50", "split-v50.json", V50_FLOOR, "11/17"),
     ("v51", "split-v51.json", V51_FLOOR, "28/38"),
     ("v52", "split-v52.json", V52_FLOOR, "14/22"),
+    ("v53", "split-v53.json", V53_FLOOR, "12/23"),
 ]
 
 
