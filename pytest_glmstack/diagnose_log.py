@@ -190,7 +190,9 @@ _CHAIN_CAUSE = "The above exception was the direct cause of the following except
 _CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
 _EXC_NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Unsupported|Failure|Failed|LimitHit|Timeout)"
              r"|Exception|Error|Unsupported|OutOf[A-Z]\w*)")  # (Triton's OutOfResources)
-_EXC_RE = re.compile(r"^\s{0,12}(?:[-*]\s+)?(?P<name>" + _EXC_NAME + r")(?::\s?(?P<msg>.*)|\s*$)")
+# (Ray re-raises a task's exception as "ray.exceptions.RayTaskError(OutOfMemoryError): ray::task()":
+# the type in brackets is the task's own)
+_EXC_RE = re.compile(r"^\s{0,12}(?:[-*]\s+)?(?P<name>" + _EXC_NAME + r"(?:\(" + _EXC_NAME + r"\))?)(?::\s?(?P<msg>.*)|\s*$)")
 _WARNING_EXC = re.compile(r"Warning\b")
 _SHELL_KILLED = re.compile(r"^Killed\s*$")
 _CARET = re.compile(r"^\s*[\^~]+\s*$")

@@ -2091,7 +2091,21 @@ V53S = [  # failure lines of the v53 tuning set the rules name
      "GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(-u0 + 1, 1) (unhinted: Eq(-u0 + 1, 1))\n"
      "E1213 17:31:51.629000 1 torch/fx/experimental/recording.py:299] [0/0] Caused by: (_inductor/lowering.py:1014 in squeeze)\n",
      "dynamo_other"),
+    ('Traceback (most recent call last):\n  File "/w/verl/trainer/main_ppo.py", line 71, in run_ppo\n'
+     "    ray.get(main_task.remote(config))\n"
+     "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)\n"
+     '  File "/w/verl/trainer/ppo/ray_trainer.py", line 901, in fit\n', "oom"),
 ]
+
+
+def test_failures_v53_taught_have_counter_cases():
+    """What v53 taught, and what it must not catch."""
+    # Ray's wrapper names the task's own exception: another type is no memory failure
+    d = diagnose.classify('Traceback (most recent call last):\n  File "/w/main.py", line 7, in run\n'
+                          "    ray.get(task.remote())\n"
+                          "ray.exceptions.RayTaskError(KeyError): ray::task() (pid=1, ip=10.0.0.1)\n", CATALOG)
+    assert d.failed and d.category != "oom", d.render()
+
 
 def test_failures_v52_taught_have_counter_cases():
     """What v52 taught, and what it must not catch."""

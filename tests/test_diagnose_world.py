@@ -682,7 +682,7 @@ V52_FLOOR = {"right_category": 15, "failed": 22, "healthy_called_failed": 0, "in
 # v52, before any of its logs was seen by them or by whoever tuned them: 12/23 right category, 0/5
 # healthy called failed, 3/5 incomplete right, 15 labelled from their threads; blind-labels.jsonl
 # holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
-V53_FLOOR = {"right_category": 13, "failed": 23, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 5}
+V53_FLOOR = {"right_category": 14, "failed": 23, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 5}
 
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
