@@ -70,6 +70,13 @@ _RULE_SRC = (
               r"\bview size is not compatible with input tensor's size and stride\b|\bshape '\[[\d, -]*\]' is invalid for input of size \d+"),
     # a checkpoint file that does not parse: the model's files
     ("other", r"\bSafetensorError\b|\bError while deserializing header\b"),
+    # a kernel that refuses the device it runs on, whatever refusal carries it ("NvFp4 MoE backend
+    # 'FLASHINFER_CUTLASS' does not support the deployment configuration since kernel does not
+    # support current device"): the architecture, not the flags
+    ("arch_unsupported", r"\bkernel does not support (?:the )?current (?:device|GPU)\b"),
+    # CUTLASS's Python DSL (CuTe DSL) compiles its kernels at run time through MLIR: an error of its
+    # MLIR bindings is a JIT compile's
+    ("flashinfer_jit", r"\bcutlass\._mlir\b"),
     ("bad_flag", r"^error: invalid argument: \S|"
                  # vLLM's attention-backend selector refusing the backend asked for, and a parallelism
                  # the model's architecture does not support

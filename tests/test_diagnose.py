@@ -2098,6 +2098,26 @@ V53S = [  # failure lines of the v53 tuning set the rules name
 ]
 
 
+V54S = [  # failure lines of the v54 tuning set the rules name
+    ("ValueError: NvFp4 MoE backend 'FLASHINFER_CUTLASS' does not support the \n"
+     "deployment configuration since kernel does not support current device.\n", "arch_unsupported"),
+    ("Capturing batches (bs=512 avail_mem=19.45 GB):   0%|          | 0/52 [00:00<?, ?it/s]terminate called after "
+     "throwing an instance of 'nanobind::builtin_exception'\n"
+     "  what():  Expected an MLIR object (got [<cutlass._mlir._mlir_libs._cutlass_ir._mlir.ir.OpResult object at "
+     "0x7f72f4382db0>])\nFatal Python error: Aborted\n", "flashinfer_jit"),
+]
+
+
+def test_failures_v54_taught_have_counter_cases():
+    """What v54 taught, and what it must not catch."""
+    # a backend refusing an activation (not the device) stays a refused configuration
+    d = diagnose.classify("ValueError: NvFp4 MoE backend 'FLASHINFER_CUTLASS' does not support the deployment "
+                          "configuration since kernel does not support MoEActivation.SWIGLUSTEP activation.\n", CATALOG)
+    assert d.failed and d.category != "arch_unsupported", d.render()
+    # a CUTLASS C++ kernel's failure (not its Python DSL's compile) is no JIT failure
+    d = diagnose.classify("RuntimeError: CUTLASS kernel failed: cutlass::Status::kErrorInternal\n", CATALOG)
+    assert d.failed and d.category != "flashinfer_jit", d.render()
+
 def test_failures_v53_taught_have_counter_cases():
     """What v53 taught, and what it must not catch."""
     # Ray's wrapper names the task's own exception: another type is no memory failure
@@ -2483,7 +2503,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S), ("v51s", V51S), ("v52s", V52S), ("v53s", V53S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S), ("v51s", V51S), ("v52s", V52S), ("v53s", V53S), ("v54s", V54S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

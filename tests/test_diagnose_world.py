@@ -74,7 +74,8 @@ from public issue threads in none of v1-v50, of the issue's own engines only, sc
 tuning set since. v52 (tests/data/world/v52): 31 logs from public issue threads in none of v1-v51,
 of the issue's own engines only, scored once (14/22), a tuning set since v53 (tests/data/world/v53): 33 logs from public
 threads in none of v1-v52 (the stack's engines, and projects that run them), scored once (12/23), a
-tuning set since.
+tuning set since. v54 (tests/data/world/v54): 30 logs from public issue threads in none of
+v1-v53, every failure's cause in its excerpt, scored once (19/22), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -684,6 +685,13 @@ V52_FLOOR = {"right_category": 15, "failed": 22, "healthy_called_failed": 0, "in
 # holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
 V53_FLOOR = {"right_category": 14, "failed": 23, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 5}
 
+
+# v54 was scored once as a frozen test set (2026-12-04, rules of commit 109bb56, i.e. after tuning on
+# v53, before any of its logs was seen by them or by whoever tuned them: 19/22 right category, 0/4
+# healthy called failed, 3/4 incomplete right; every failure's cause in its excerpt; blind-labels.jsonl
+# holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
+V54_FLOOR = {"right_category": 21, "failed": 22, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 4}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -737,6 +745,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v51", "split-v51.json", V51_FLOOR, "28/38"),
     ("v52", "split-v52.json", V52_FLOOR, "14/22"),
     ("v53", "split-v53.json", V53_FLOOR, "12/23"),
+    ("v54", "split-v54.json", V54_FLOOR, "19/22"),
 ]
 
 
