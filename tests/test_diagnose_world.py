@@ -75,7 +75,8 @@ tuning set since. v52 (tests/data/world/v52): 31 logs from public issue threads 
 of the issue's own engines only, scored once (14/22), a tuning set since v53 (tests/data/world/v53): 33 logs from public
 threads in none of v1-v52 (the stack's engines, and projects that run them), scored once (12/23), a
 tuning set since. v54 (tests/data/world/v54): 30 logs from public issue threads in none of
-v1-v53, every failure's cause in its excerpt, scored once (19/22), a tuning set since.
+v1-v53, every failure's cause in its excerpt, scored once (19/22), a tuning set since. v55
+(tests/data/world/v55): 10 logs from public issue threads in none of v1-v54, scored once (7/8).
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -692,6 +693,13 @@ V53_FLOOR = {"right_category": 14, "failed": 23, "healthy_called_failed": 0, "in
 # holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
 V54_FLOOR = {"right_category": 21, "failed": 22, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 4}
 
+
+# v55 was scored once as a frozen test set (2026-12-04, rules of commit da876c2, i.e. after tuning on
+# v54, before any of its logs was seen by them or by whoever tuned them: 7/8 right category, no healthy
+# log, 2/2 incomplete right; blind-labels.jsonl holds an independent reader's labels, which side with
+# the rules on the one miss; docs/diagnosis-record.md) and is a tuning set since (nothing tuned on it).
+V55_FLOOR = {"right_category": 7, "failed": 8, "healthy_called_failed": 0, "incomplete_ok": 2, "incomplete": 2}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -746,6 +754,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v52", "split-v52.json", V52_FLOOR, "14/22"),
     ("v53", "split-v53.json", V53_FLOOR, "12/23"),
     ("v54", "split-v54.json", V54_FLOOR, "19/22"),
+    ("v55", "split-v55.json", V55_FLOOR, "7/8"),
 ]
 
 
