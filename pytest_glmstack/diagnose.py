@@ -35,6 +35,7 @@ from . import diagnose_words
 from .diagnose_catalog import CATEGORIES, CatalogError, KnownIssue, load_catalog  # noqa: F401 (the API)
 from .diagnose_cause import _failed, _is_benign_fatal, _known, _strip
 from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_LAST, _FAIL_WEAK, _FRAME_RE,
+                           _DUMP_FRAME_RE,
                            _HEALTH, _QUIET_WORDS, _TB_START, _WARNING_EXC, _WRONG_DATA, _is_benign, _Line, _phase_of, _split)
 from .diagnose_result import Diagnosis  # noqa: F401 (the API)
 from .diagnose_rules import _HANG_NOTE, _clean_summary, _recovered
@@ -97,6 +98,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     health: list[int] = []
     fails: list[int] = []
     hang_notes: list[int] = []
+    dumped = False  # a dump of the threads' stacks
     for k, ln in enumerate(lines):
         b = ln.body
         if not b.strip():
@@ -113,6 +115,9 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
             hang_notes.append(k)
             continue
         if frame_at[k]:
+            if _DUMP_FRAME_RE.match(b):
+                dumped = True
+                continue
             # A traceback fragment (two frames running) is evidence even without its header.
             if any(frame_at[j] for j in range(k + 1, min(n, k + 8))) or ln.level >= 3:
                 fails.append(k)
@@ -261,6 +266,8 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         if exit_code not in (None, 0, -15, -9, -2):
             return Diagnosis("failed", "other", f"the server exited with code {exit_code} without an error in its log; "
                              f"it {where}", tail, phase=phase, basis="exit")
+        if dumped and not stalled:
+            where += "; it holds a dump of its threads' stacks (a process alive but waiting)"
         if stalled:
             where = ((f"stuck {phase}" if phase else "stuck") + f": {bodies[stalled[-1]].strip()[:110]}"
                      + (f" ({len(stalled)} times)" if len(stalled) > 1 else ""))

@@ -185,6 +185,9 @@ _TABLE_MORE = re.compile(r"^\|(?:\s+\|)+\s*(?P<more>\S.*?)\s*\|\s*$")
 # A frame: Python's 'File "x.py", line 12, in f', or IPython's 'File /x.py:12, in C.f(self)'.
 _FRAME_RE = re.compile(r'^\s*(?:[-|]\s*)?File (?:"(?=[^"]+", line \d)|(?=[/~.\w][^\s"]*\.py:\d+, in ))'
                        r'([^"]+?)(?:", line |:)(\d+)(?:, in ([^\s(]+))?')
+# faulthandler's dump of a thread's stack ('File "x.py", line 12 in f': no comma), printed on a
+# signal or a timeout (a watchdog, a test runner) by a process still alive: where it waits, no failure
+_DUMP_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+ in \S')
 _TB_START = "Traceback (most recent call last)"
 _CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 _CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"

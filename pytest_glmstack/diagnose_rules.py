@@ -140,6 +140,8 @@ _RULE_SRC = (
     ("dynamo_other", r"torch\._(?:dynamo|inductor)\.exc\.\w+|BackendCompilerFailed|InductorError|LoweringException|"
                      # Inductor's compile workers (torch/_inductor/compile_worker) and Dynamo's own errors
                      r"\bSubprocException\b|\bInternalTorchDynamoError\b|"
+                     # Inductor's autotuning of its generated kernels (what its launch raised, save memory)
+                     r"\bFailed to run autotuning code block\b(?![^\n]*\b(?:out of memory|OutOfMemory))|"
                      r"torch\._dynamo hit config|TorchRuntimeError|RecompileError|InvalidCxxCompiler|"
                      # symbolic shapes asked to guard on a value only known at run time (Inductor's
                      # lowering, or Dynamo's tracing with dynamic shapes): the compile's own limits
@@ -223,7 +225,9 @@ _RULE_SRC = (
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
                          r"requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)|"
                          r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_ARCH_MISMATCH|"
-                         r"does not support \.target|ptxas\b.*(?:not supported|error|fatal)|Feature '[^']*' (?:is )?not supported|"
+                         r"does not support \.target|Feature '[^']*' (?:is )?not supported|"
+                         # ptxas refusing the target (not its other errors: a malformed PTX is a failed build)
+                         r"ptxas\b.*(?:not supported|\bsm_?\d|\.target\b|gpu-name|\barchitecture)|"
                          r"PTXASError|--gpu-name=sm_\w+.*non-zero exit status|"
                          r"not (?:implemented|supported) for (?:Blackwell|Hopper|Ampere|Ada|Turing|Volta|sm_?\d+)|"
                          r"expects arch|but got Arch\.sm|kernels? (?:is |are )?not (?:found|available) for (?:this|the current) (?:GPU|device|arch)|"
@@ -263,6 +267,8 @@ _RULE_SRC = (
                          # HIP: the code object has no kernel of that name for this GPU
                          r"\bhip\w*\.cpp:\d+ *: *\d+ us: +Cannot find Symbol with name\b"),
     ("flashinfer_jit", r"flashinfer[\w./]*\b.*(?:jit|ninja|nvcc|compil|build|cubin|cached_ops)|(?:ninja|nvcc).*flashinfer|"
+                       # ptxas failing on the PTX it was given ("Arguments mismatch for instruction 'mov'")
+                       r"\bptxas\b.*\b(?:error|fatal)\b|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
                        r"^(?!.*/csrc/)\S+\.(?:cu|cuh|h|hh|hpp|inl)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"

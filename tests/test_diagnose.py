@@ -2108,6 +2108,46 @@ V54S = [  # failure lines of the v54 tuning set the rules name
 ]
 
 
+V56S = [  # failure lines of the v56 tuning set the rules name
+    ("ptxas /tmp/xxx.ptx, line 401; error   : Arguments mismatch for instruction 'mov'\n"
+     "ptxas fatal   : Ptx assembly aborted due to errors\n", "flashinfer_jit"),
+    ("Failed to run autotuning code block: Triton Error [CUDA]: invalid argument\n"
+     "Traceback (most recent call last):\n"
+     '  File "/c/torch/_inductor/codegen/wrapper.py", line 1237, in generate_and_run_autotune_block\n'
+     "    exec(tuning_code, scope)\n"
+     '  File "/c/triton/backends/nvidia/driver.py", line 444, in __call__\n'
+     "    self.launch(*args, **kwargs)\n"
+     "RuntimeError: Triton Error [CUDA]: invalid argument\n", "dynamo_other"),
+]
+
+
+def test_failures_v56_taught_have_counter_cases():
+    """What v56 taught, and what it must not catch."""
+    # ptxas refusing the GPU it was asked to target stays a missing architecture
+    d = diagnose.classify("ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "arch_unsupported"), d.render()
+    d = diagnose.classify("ptxas /tmp/t.ptx, line 9; error   : Feature '.tile::scatter4' not supported on .target "
+                          "'sm_121a'\nptxas fatal   : Ptx assembly aborted due to errors\n", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "arch_unsupported"), d.render()
+    # autotuning that ran out of memory is memory
+    d = diagnose.classify("torch._inductor.exc.InductorError: RuntimeError: Failed to run autotuning code block: "
+                          "CUDA out of memory. Tried to allocate 2.00 GiB\n", CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+    # faulthandler's dump of a live process's threads is no failure: the log shows a wait ...
+    dump = ("[rank0]:Thread 0x00007fdcbce00640 (most recent call first):\n"
+            '[rank0]:  File "/e/lib/python3.11/threading.py", line 324 in wait\n'
+            '[rank0]:  File "/e/lib/python3.11/site-packages/tqdm/_monitor.py", line 60 in run\n'
+            '[rank0]:  File "/e/lib/python3.11/threading.py", line 995 in _bootstrap\n')
+    d = diagnose.classify(dump, CATALOG)
+    assert d.verdict == "incomplete" and "dump of its threads' stacks" in d.summary, d.render()
+    # ... unless Python says why it printed it
+    d = diagnose.classify("Fatal Python error: Segmentation fault\n\n" + dump, CATALOG)
+    assert d.failed, d.render()
+    # and a traceback's frames (with the comma) stay evidence without their header
+    d = diagnose.classify('  File "/e/x.py", line 3, in f\n    g()\n  File "/e/y.py", line 5, in g\n    h()\n', CATALOG)
+    assert d.failed, d.render()
+
+
 def test_failures_v54_taught_have_counter_cases():
     """What v54 taught, and what it must not catch."""
     # a backend refusing an activation (not the device) stays a refused configuration
@@ -2506,7 +2546,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S), ("v51s", V51S), ("v52s", V52S), ("v53s", V53S), ("v54s", V54S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S), ("v51s", V51S), ("v52s", V52S), ("v53s", V53S), ("v54s", V54S), ("v56s", V56S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

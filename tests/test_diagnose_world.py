@@ -76,7 +76,9 @@ of the issue's own engines only, scored once (14/22), a tuning set since v53 (te
 threads in none of v1-v52 (the stack's engines, and projects that run them), scored once (12/23), a
 tuning set since. v54 (tests/data/world/v54): 30 logs from public issue threads in none of
 v1-v53, every failure's cause in its excerpt, scored once (19/22), a tuning set since. v55
-(tests/data/world/v55): 10 logs from public issue threads in none of v1-v54, scored once (7/8).
+(tests/data/world/v55): 10 logs from public issue threads in none of v1-v54, scored once (7/8), a
+tuning set since. v56 (tests/data/world/v56): 30 logs from public issue threads in none of v1-v55,
+every failure's cause in its excerpt, scored once (15/21), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -700,6 +702,14 @@ V54_FLOOR = {"right_category": 21, "failed": 22, "healthy_called_failed": 0, "in
 # the rules on the one miss; docs/diagnosis-record.md) and is a tuning set since (nothing tuned on it).
 V55_FLOOR = {"right_category": 7, "failed": 8, "healthy_called_failed": 0, "incomplete_ok": 2, "incomplete": 2}
 
+
+# v56 was scored once as a frozen test set (2026-12-04, rules of commit a05ff5f, i.e. after tuning on
+# v55, before any of its logs was seen by them or by whoever tuned them: 15/21 right category, 0/6
+# healthy called failed, 2/3 incomplete right; every failure's cause in its excerpt; blind-labels.jsonl
+# holds an independent reader's labels, which side with the rules on three of the six misses;
+# docs/diagnosis-record.md) and is a tuning set since.
+V56_FLOOR = {"right_category": 17, "failed": 21, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 3}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -755,6 +765,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v53", "split-v53.json", V53_FLOOR, "12/23"),
     ("v54", "split-v54.json", V54_FLOOR, "19/22"),
     ("v55", "split-v55.json", V55_FLOOR, "7/8"),
+    ("v56", "split-v56.json", V56_FLOOR, "15/21"),
 ]
 
 
