@@ -244,9 +244,14 @@ _MEMORY_KILL = (r"\b(?:KILL(?:ED|ING)?|[Kk]ill(?:ed|ing)?)\b[^\n]{0,80}\b(?:Mem(
                 r"(?:<|\bbelow\b|\bunder\b|\blow\b|\bexceed)|\bOut of memory: Kill(?:ed)? process\b|\bOOMKilled\b")
 # the shell's report of a build's compiler process killed (the kernel's OOM killer, in a container)
 _COMPILER_KILLED = r"\bKilled\s+(?:\S*/)?(?:cicc|cc1plus|cc1|ptxas|nvcc|gcc|g\+\+|c\+\+|clang\+\+|ld|cudafe\+\+)\s"
+# the shell not finding a build's compiler ("/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found"); other
+# commands a shell misses (nvidia-smi in a container) are no failure of their own
+_COMPILER_MISSING = (r"^(?:/bin/|/usr/bin/)?(?:ba|da|z)?sh: (?:line )?\d+: (?:\S*/)?(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|"
+                     r"clang(?:\+\+)?|hipcc|ptxas|cmake): (?:command )?not found")
 _WRONG_DATA = r"# Out of bounds values\s*:\s*[1-9]\d* FAILED"  # nccl-tests' failed data check
 _FAIL = re.compile("|".join((
     r"Traceback \(most recent call last\)",
+    _COMPILER_MISSING,
     r"\bhit an exception\b", r"Received sigquit", r"scheduler is dead", r"child process \S* ?(?:crashed|died|exited unexpectedly)",
     r"^\s*Failed: ", r"\bCUDA [Ee]rror\b", r"error while loading shared libraries", r"\bCuda (?:error|failure)\b", r"\bcudaError(?!Success)\w+", r"\bCUDA_ERROR_\w+",
     r"\bCUBLAS_STATUS_(?!SUCCESS)\w+", r"\bCheck failed\b", r"\bASSERT(?:ION)? FAILED\b", r"\bAssertion\b.*\bfailed\b",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .diagnose_log import _COMPILER_KILLED, _MEMORY_KILL, _WRONG_DATA, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
+from .diagnose_log import _COMPILER_KILLED, _COMPILER_MISSING, _MEMORY_KILL, _WRONG_DATA, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
 
 # --- evidence ---------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ _RULE_SRC = (
                        r"[\w./-]+\.(?:h|hh|hpp|cuh|cu|cpp|cc)(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+\): error\b)"),  # (gcc's, nvcc's forms)
     # a build that cannot run its compiler, or find an installation it compiles against ("Could not
     # find NVSHMEM installation" from TVM's nvcc wrapper): the build, whatever the library's name
-    ("flashinfer_jit", r"No such file or directory: '(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|hipcc)'|"
+    ("flashinfer_jit", _COMPILER_MISSING + "|" r"No such file or directory: '(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|hipcc)'|"
                        r"\bCould not find (?:the )?[\w-]+ installation\b"),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enought? memory|cudaErrorMemoryAllocation|"

@@ -2121,6 +2121,17 @@ V56S = [  # failure lines of the v56 tuning set the rules name
 ]
 
 
+V57S = [  # failure lines of the v57 tuning set the rules name
+    ("/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found\n", "flashinfer_jit"),
+]
+
+
+def test_failures_v57_taught_have_counter_cases():
+    """What v57 taught, and what it must not catch: a shell missing a command that builds nothing."""
+    d = diagnose.classify("/bin/sh: 1: nvidia-smi: not found\n", CATALOG)
+    assert not d.failed, d.render()
+
+
 def test_failures_v56_taught_have_counter_cases():
     """What v56 taught, and what it must not catch."""
     # ptxas refusing the GPU it was asked to target stays a missing architecture
@@ -2546,7 +2557,7 @@ def test_a_dtype_a_quantization_refuses_is_no_arch_failure():
 
 # (an entry may end with "inferred": a category no rule names, which is other, or read off where it struck)
 FAILURE_LINES = [(tuned_on, text, category, *(conf or ["named"])) for tuned_on, lines in (
-    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S), ("v51s", V51S), ("v52s", V52S), ("v53s", V53S), ("v54s", V54S), ("v56s", V56S)) for text, category, *conf in lines]
+    ("v17s", V17S), ("v18s", V18S), ("v19s", V19S), ("v20s", V20S), ("v21s", V21S), ("v22s", V22S), ("v23s", V23S), ("v24s", V24S), ("v25s", V25S), ("v26s", V26S), ("v27s", V27S), ("v28s", V28S), ("v29s", V29S), ("v30s", V30S), ("v31s", V31S), ("v32s", V32S), ("v33s", V33S), ("v34s", V34S), ("v35s", V35S), ("v36s", V36S), ("v37s", V37S), ("v38s", V38S), ("v40s", V40S), ("v42s", V42S), ("v44s", V44S), ("v46s", V46S), ("v47s", V47S), ("v48s", V48S), ("v49s", V49S), ("v50s", V50S), ("v51s", V51S), ("v52s", V52S), ("v53s", V53S), ("v54s", V54S), ("v56s", V56S), ("v57s", V57S)) for text, category, *conf in lines]
 
 
 @pytest.mark.parametrize("tuned_on, text, category, confidence", FAILURE_LINES,

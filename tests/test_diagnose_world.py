@@ -78,7 +78,9 @@ tuning set since. v54 (tests/data/world/v54): 30 logs from public issue threads 
 v1-v53, every failure's cause in its excerpt, scored once (19/22), a tuning set since. v55
 (tests/data/world/v55): 10 logs from public issue threads in none of v1-v54, scored once (7/8), a
 tuning set since. v56 (tests/data/world/v56): 30 logs from public issue threads in none of v1-v55,
-every failure's cause in its excerpt, scored once (15/21), a tuning set since.
+every failure's cause in its excerpt, scored once (15/21), a tuning set since. v57
+(tests/data/world/v57): 15 logs from public issue threads in none of v1-v56, gathered the same way,
+scored once (10/12), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -710,6 +712,13 @@ V55_FLOOR = {"right_category": 7, "failed": 8, "healthy_called_failed": 0, "inco
 # docs/diagnosis-record.md) and is a tuning set since.
 V56_FLOOR = {"right_category": 17, "failed": 21, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 3}
 
+
+# v57 was scored once as a frozen test set (2026-12-04, rules of commit 23ae28e, i.e. after tuning on
+# v56, before any of its logs was seen by them or by whoever tuned them: 10/12 right category, 0/2
+# healthy called failed, 1/1 incomplete right; every failure's cause in its excerpt, and the blind
+# reader agrees with every failure's label; docs/diagnosis-record.md) and is a tuning set since.
+V57_FLOOR = {"right_category": 11, "failed": 12, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 1}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -766,6 +775,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v54", "split-v54.json", V54_FLOOR, "19/22"),
     ("v55", "split-v55.json", V55_FLOOR, "7/8"),
     ("v56", "split-v56.json", V56_FLOOR, "15/21"),
+    ("v57", "split-v57.json", V57_FLOOR, "10/12"),
 ]
 
 
