@@ -80,7 +80,8 @@ v1-v53, every failure's cause in its excerpt, scored once (19/22), a tuning set 
 tuning set since. v56 (tests/data/world/v56): 30 logs from public issue threads in none of v1-v55,
 every failure's cause in its excerpt, scored once (15/21), a tuning set since. v57
 (tests/data/world/v57): 15 logs from public issue threads in none of v1-v56, gathered the same way,
-scored once (10/12), a tuning set since.
+scored once (10/12), a tuning set since. v58 (tests/data/world/v58): 6 logs committed to public
+repositories in none of v1-v57, scored once (3/3).
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -719,6 +720,13 @@ V56_FLOOR = {"right_category": 17, "failed": 21, "healthy_called_failed": 0, "in
 # reader agrees with every failure's label; docs/diagnosis-record.md) and is a tuning set since.
 V57_FLOOR = {"right_category": 11, "failed": 12, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 1}
 
+
+# v58 was scored once as a frozen test set (2026-12-04, rules of commit fa22391, i.e. after tuning on
+# v57, before any of its logs was seen by them or by whoever tuned them: 3/3 right category, 0/2
+# healthy called failed, 1/1 incomplete right: the promise met, on a set too small to show it; the
+# blind reader agrees with every label; docs/diagnosis-record.md). Nothing was tuned on it.
+V58_FLOOR = {"right_category": 3, "failed": 3, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 1}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -776,6 +784,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v55", "split-v55.json", V55_FLOOR, "7/8"),
     ("v56", "split-v56.json", V56_FLOOR, "15/21"),
     ("v57", "split-v57.json", V57_FLOOR, "10/12"),
+    ("v58", "split-v58.json", V58_FLOOR, "3/3"),
 ]
 
 
