@@ -246,6 +246,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     tail = tuple(lines[k].raw.strip()[:300] for k in range(n) if lines[k].raw.strip())[-3:]
 
     if not live and not sticky:
+        stuck_serving = _stalled_serving(bodies, health) if ready_at >= 0 and not hang else None
+        if stuck_serving and exit_code in (None, 0, -15, -9, -2):
+            return Diagnosis("incomplete", None, stuck_serving, tuple(lines[k].raw.strip()[:300] for k in range(n)
+                                                                     if lines[k].raw.strip())[-3:], phase=phase)
         if ready_at >= 0 and not hang and exit_code in (None, 0, -15, -9, -2):
             seen = _clean_summary(lines[ready_at].body.strip())[:100]
             return Diagnosis("clean", None, f"server became ready; no failure after it; last sign of health: {seen}",
@@ -357,6 +361,11 @@ _DELIBERATE_STOP = re.compile(r"received signal=SIG(?:INT|TERM)\b|\bReceived SIG
 # vLLM's periodic metrics with nothing generated: no health (requests running: a stall; none: an
 # API server idle, or still logging after its engine died)
 _STALLED = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
+# vLLM's engine stats with requests running (or waiting) and nothing done in the interval; and the
+# polling (metrics, health checks) that goes on around a server however stuck it is
+_STALLED_RUNNING = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, "
+                              r"Running: (?P<running>\d+) reqs")
+_POLL = re.compile(r'"GET /(?:metrics|health\w*|ping|v1/models|load|version)\b[^"]*" 200')
 _BANDWIDTH = re.compile(r"Avg bus bandwidth")
 _WRONG_DATA_RE = re.compile(_WRONG_DATA)
 _C10_WHERE = re.compile(r"^Exception raised from \w+ at \S+:\d+")
@@ -400,6 +409,18 @@ def _ranks_left_behind(lines: list[_Line]) -> str | None:
             "after it, until the log ends: a shard is stuck in start-up")
 
 
+
+
+def _stalled_serving(bodies: list[str], health: list[int]) -> str | None:
+    """A server that served, and whose last stats show requests running with no token made since,
+    and nothing after them but polling: it stopped making progress (the log cannot say whether it
+    would have gone on)."""
+    last = max((k for k, b in enumerate(bodies) if "Avg prompt throughput:" in b), default=None)
+    m = _STALLED_RUNNING.search(bodies[last]) if last is not None else None
+    if not m or m["running"] == "0" or any(k > last and not _POLL.search(bodies[k]) for k in health):
+        return None
+    return (f"stalled while serving: {m['running']} request(s) running and no token made in the last "
+            "stats interval, nothing after it but polling")
 
 
 def _strip_prefix(line: str) -> str:

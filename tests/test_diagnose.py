@@ -2126,6 +2126,26 @@ V57S = [  # failure lines of the v57 tuning set the rules name
 ]
 
 
+_VLLM_SERVED = ("INFO:     Application startup complete.\n"
+                'INFO:     127.0.0.1:36400 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+                "INFO 07-17 22:45:50 [loggers.py:118] Engine 000: Avg prompt throughput: 1.5 tokens/s, Avg generation "
+                "throughput: 3.5 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.2%\n")
+
+
+def test_a_server_stalled_while_serving_is_incomplete():
+    """vLLM's last stats with a request running and no token made, then only polling: a stall the
+    log shows (v18, v54), not a healthy server; an idle one, or one that served again, stays clean."""
+    stalled = ("INFO 07-17 22:46:00 [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+               "throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.2%\n")
+    poll = 'INFO:     10.1.2.3:59146 - "GET /metrics HTTP/1.1" 200 OK\n'
+    d = diagnose.classify(_VLLM_SERVED + stalled + poll, CATALOG)
+    assert d.verdict == "incomplete" and d.summary.startswith("stalled while serving: 1 request(s)"), d.render()
+    idle = stalled.replace("Running: 1 reqs", "Running: 0 reqs")
+    assert diagnose.classify(_VLLM_SERVED + idle + poll, CATALOG).verdict == "clean"
+    served = 'INFO:     127.0.0.1:36402 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    assert diagnose.classify(_VLLM_SERVED + stalled + served, CATALOG).verdict == "clean"
+
+
 def test_failures_v57_taught_have_counter_cases():
     """What v57 taught, and what it must not catch: a shell missing a command that builds nothing."""
     d = diagnose.classify("/bin/sh: 1: nvidia-smi: not found\n", CATALOG)
