@@ -468,7 +468,7 @@ V17_FLOOR = {"right_category": 45, "failed": 57, "healthy_called_failed": 1, "in
 # logs was seen by them or by whoever tuned them: 37/59 right category, 4/19 healthy called
 # failed, 12/14 incomplete right; docs/diagnosis.md) and is a tuning set since. (54 while the model
 # of words had not yet been trained with v20: its in-sample picks moved when it was, 53 since.)
-V18_FLOOR = {"right_category": 53, "failed": 59, "healthy_called_failed": 2, "incomplete_ok": 13, "incomplete": 14}
+V18_FLOOR = {"right_category": 53, "failed": 59, "healthy_called_failed": 2, "incomplete_ok": 14, "incomplete": 14}
 
 
 # v19 was scored once as a frozen test set (2026-12-02, rules and model of words of commit 712b355,
@@ -696,7 +696,7 @@ V53_FLOOR = {"right_category": 14, "failed": 23, "healthy_called_failed": 0, "in
 # v53, before any of its logs was seen by them or by whoever tuned them: 19/22 right category, 0/4
 # healthy called failed, 3/4 incomplete right; every failure's cause in its excerpt; blind-labels.jsonl
 # holds an independent reader's labels; docs/diagnosis-record.md) and is a tuning set since.
-V54_FLOOR = {"right_category": 21, "failed": 22, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 4}
+V54_FLOOR = {"right_category": 21, "failed": 22, "healthy_called_failed": 0, "incomplete_ok": 4, "incomplete": 4}
 
 
 # v55 was scored once as a frozen test set (2026-12-04, rules of commit da876c2, i.e. after tuning on
