@@ -248,8 +248,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     if not live and not sticky:
         stuck_serving = _stalled_serving(bodies, health) if ready_at >= 0 and not hang else None
         if stuck_serving and exit_code in (None, 0, -15, -9, -2):
-            return Diagnosis("incomplete", None, stuck_serving, tuple(lines[k].raw.strip()[:300] for k in range(n)
-                                                                     if lines[k].raw.strip())[-3:], phase=phase)
+            return Diagnosis("incomplete", None, stuck_serving, tail, phase=phase)
         if ready_at >= 0 and not hang and exit_code in (None, 0, -15, -9, -2):
             seen = _clean_summary(lines[ready_at].body.strip())[:100]
             return Diagnosis("clean", None, f"server became ready; no failure after it; last sign of health: {seen}",
