@@ -290,6 +290,7 @@ _FAIL = re.compile("|".join((
     _BIND_FAILED, r"errno: 98", r"Address already in use",
     r"[Ww]atchdog timeout", r"timed out after \d+", r"DistStoreError", r"^Killed\s*$", r"Bus error|Illegal instruction",
     r"\bpanicked at\b",  # a Rust panic (TGI's router and launcher)
+    r"^==\d+==ERROR: (?:Address|Memory|Thread|UndefinedBehavior)Sanitizer: |^SUMMARY: \w+Sanitizer: ",  # a sanitizer's report
     r"^panic: \S",  # a Go panic (ollama's runner, LocalAI)
     r"\bllama runner process has terminated\b",  # ollama: its runner died before it served
     r"\bstack frame size \(\d+\) exceeds limit\b",  # ROCm's compiler refusing a kernel

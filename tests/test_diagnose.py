@@ -2036,6 +2036,9 @@ V47S = [  # failure lines of the v47 tuning set the rules name
 ]
 
 V48S = [  # failure lines of the v48 tuning set the rules name
+    ("==167666==ERROR: AddressSanitizer: SEGV on unknown address 0x558c0562c438 (pc 0x558a27cc9807 T0)\n"
+     "    #0 0x558a27cc9807 in ggml_element_size (/home/u/llama.cpp/main+0x49807)\n"
+     "SUMMARY: AddressSanitizer: SEGV (/home/u/llama.cpp/main+0x49807) in ggml_element_size\n", "other", "inferred"),
     ("Task exception was never retrieved\nfuture: <Task finished name='Task-5' coro=<RouterManager.loop_for_fwd() done> "
      "exception=RuntimeError('Triton Error [CUDA]: out of memory')>\n", "oom"),
     ('thread \'tokio-runtime-worker\' panicked at /workspace/lib/llm/src/http/service/service_v2.rs:116:33:\n'
