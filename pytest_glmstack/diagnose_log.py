@@ -253,7 +253,7 @@ _FAIL = re.compile("|".join((
     r"Traceback \(most recent call last\)",
     _COMPILER_MISSING,
     r"\bhit an exception\b", r"Received sigquit", r"scheduler is dead", r"child process \S* ?(?:crashed|died|exited unexpectedly)",
-    r"^\s*Failed: ", r"\bCUDA [Ee]rror\b", r"error while loading shared libraries", r"\bCuda (?:error|failure)\b", r"\bcudaError(?!Success)\w+", r"\bCUDA_ERROR_\w+",
+    r"^\s*Failed: ", r"\bCUDA [Ee]rror\b", r"error while loading shared libraries", r"\bCuda (?:error|failure)\b", r"\bcudaError(?!Success)\w+", r"\bCUDA_ERROR_\w+", r"\bCUresult error\b",
     r"\bCUBLAS_STATUS_(?!SUCCESS)\w+", r"\bCheck failed\b", r"\bASSERT(?:ION)? FAILED\b", r"\bAssertion\b.*\bfailed\b",
     r"terminate called after throwing", r"Segmentation fault", r"core dumped", r"Fatal Python error",
     r"\bNCCL WARN\b", r"NCCL error\b", r"\bnccl(?:UnhandledCudaError|SystemError|InternalError|InvalidUsage|InvalidArgument|RemoteError)\b",
@@ -411,6 +411,8 @@ _BENIGN = re.compile("|".join((
     _CONFIG_DUMP_SRC,
     # NCCL probes for the optional network libraries and plugins and falls back to sockets without them
     r"NCCL WARN Failed to open lib(?:ibverbs|mlx5|rdmacm|nccl-net)\b",
+    # (also a net plugin, AWS's OFI one, that fails to initialise: NCCL uses its own IB/socket transport)
+    r"NCCL WARN NET/OFI aws-ofi-nccl initialization failed\b",
     # NCCL's RAS (health-query) socket finding its port taken is survived: RAS is optional
     r"ras/client_support\.cc:\d+ NCCL WARN Call to bind failed",
     # NCCL's IB transport meeting a soft-RoCE device (rxe0) without a PCI path: it goes on without it

@@ -44,6 +44,8 @@ _RULE_SRC = (
     # a model whose architecture the engine has no implementation of: the model, not the GPU's architecture
     ("other", r"architectures?:? \[[^\]\n]*For[A-Z]\w*[^\]\n]*\] (?:are|is) not supported|"
               r"[Cc]an ?not (?:find|found) [\w ]{0,30}for (?:model )?architectures?\b|\bUnsupported model architecture\b|"
+              # SGLang's Transformers fallback finding no class for the model either
+              r"\bis not a registered model in the Transformers library\b|"
               # vLLM could not load the model's class to inspect it (its config's validation reports it)
               r"\bModel architectures \[[^\]\n]*\] failed to be inspected\b"),
     # vLLM's profiling check that free memory did not grow while it measured (another process
@@ -59,6 +61,10 @@ _RULE_SRC = (
     # the GPU's memory failed (an uncorrectable ECC error): the hardware, whichever library met it first
     # (NCCL's watchdog, custom all-reduce)
     ("other", r"\buncorrectable ECC error\b|\bcudaErrorECCUncorrectable\b|\bCUDA_ERROR_ECC_UNCORRECTABLE\b"),
+    # a driver-API call's CUresult printed by a C++ extension (torch_memory_saver): 2 is
+    # CUDA_ERROR_OUT_OF_MEMORY, any other code (1, an invalid value) the code's own fault
+    ("oom", r"\bCUresult error\s+result=2\b"),
+    ("other", r"\bCUresult error\s+result=(?!2\b)\d+"),
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"

@@ -856,6 +856,11 @@ def test_real_server_without_libcuda_is_the_known_issue(tiny_model, tmp_path):
      "HTTPConnectionPool(host='127.0.0.1', port=30000): Read timed out. (read timeout=600)", "startup_hang", None),
     ("ImportError: /venv/lib/python3.12/site-packages/myext/sm90/_ops.so: undefined symbol: _ZNK3c106SymInt6sym_neERKS0_",
      "other", "compiled-extension-abi-mismatch"),
+    # an op of no device missing from sgl-kernel is a release mismatch; a "_cpu" op is the device's
+    ("AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'causal_conv1d_update'",
+     "other", "sgl-kernel-op-missing"),
+    ("AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'fused_moe_router_cpu'",
+     "arch_unsupported", "sgl-kernel-op-missing-for-device"),
     ("RuntimeError: Check failed: major == 10 (12 vs. 10) : MoE kernel requires 10.x architecture. Current device has SM 120",
      "arch_unsupported", "flashinfer-trtllm-moe-sm10x-only"),
     ("--------\nThe application appears to have been direct launched using \"srun\",\n"
@@ -868,7 +873,8 @@ def test_failures_that_read_like_another_category(text, category, known):
     """A rule each: an allocation failure inside NCCL, LLVM without the target's instruction, nvcc's
     own diagnostics, a kernel image the driver refuses, python logging's default format with a
     logger name, KV-transfer engines, a warm-up request that timed out, an extension built
-    against another torch (its arch-specific path names no cause), SM10x-only MoE kernels on
+    against another torch (its arch-specific path names no cause), an sgl-kernel op missing for
+    another release or for the device, SM10x-only MoE kernels on
     SM120, Open MPI under srun without PMI, and vLLM without an MLA+sparse backend."""
     d = diagnose.classify(text, CATALOG)
     assert (d.verdict, d.category) == ("failed", category), d.render()
