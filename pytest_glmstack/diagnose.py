@@ -145,6 +145,10 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
     stalled = [k for k in hang_notes if k > last_phase_line and k > last_fail
                and not any(k - 30 <= j < k for j in compiling)]
     fails.sort()
+    # NCCL's IB hotplug: a NIC's async fatal event, then its devices re-opened and the communicators
+    # resumed ("NET/IB/hotplug: resumed 10 comm(s)"): survived, no failure
+    resumed = max((k for k in range(n) if _IB_RESUMED.search(bodies[k])), default=-1)
+    fails = [k for k in fails if not (k < resumed and _IB_ASYNC_EVENT.search(bodies[k]))]
     health = _past_warmup(bodies, health, fails)
     # SGLang kills its whole process tree on "Received sigquit from a child process", and ggml's
     # assertion aborts llama.cpp's one process: a line of serving printed after it is a straggler
@@ -298,7 +302,14 @@ _SGLANG_READY = re.compile(r"The server is fired up and ready to roll")
 _SGLANG_WARMUP = re.compile(r"Uvicorn running on|Application startup complete|Waiting for application startup|Route: /|"
                             r'"GET /(?:get_model_info|model_info|health\w*|get_server_info|server_info) HTTP|\bPrefill batch\b')
 _SELF_KILL = re.compile(r"Received sigquit from a child process|^GGML_ASSERT: .+?:\d+: |\bGGML_ASSERT\(.*\) failed|"
-                        r"^\S*(?:ggml|llama)[\w/.-]*\.(?:c|cpp|cu|m):\d+: \S")
+                        r"^\S*(?:ggml|llama)[\w/.-]*\.(?:c|cpp|cu|m):\d+: \S|"
+                        # vLLM's engine shutting its executor down for a dead worker, and torch's NCCL
+                        # watchdog killing the process: the access log's "200 OK" after it is a stream
+                        # answered before, no serving
+                        r"\bdied unexpectedly, shutting down executor\b|"
+                        r"\bTerminating the process after attempting to dump debug info\b")
+_IB_ASYNC_EVENT = re.compile(r"NCCL WARN NET/IB ?: \S+ async fatal event\b")
+_IB_RESUMED = re.compile(r"NET/IB/hotplug: resumed \d+ comm")
 # the interpreter's shutdown: the process ended
 _SHUTDOWN = re.compile(r"\bleaked (?:shared_memory|semaphore) objects to clean up at shutdown")
 _BATCH = re.compile(r"\b(?:Prefill|Decode) batch\b")

@@ -260,6 +260,8 @@ _RULE_SRC = (
                          r"\b(?:bfloat16|bf16) of [\w.]+ is not supported\b|"
                          # Triton's launcher: the kernel wants more shared memory than this GPU has
                          r"OutOfResources\([^)]*shared memory|"
+                         # a CUDA kernel's own check: "requires >=128KB smem per block (have 101376)"
+                         r"\brequires? >= ?\d+ ?[KM]i?B (?:of )?(?:smem|shared memory)\b[^\n]{0,30}\(have \d+\)|"
                          # ggml: "CUDA kernel mul_mat_q has no device code compatible with CUDA arch 520"
                          r"has no device code compatible with CUDA arch|"
                          # a kernel library's table of GPUs without this one (AITER: "Unknown GPU architecture: gfx1101");

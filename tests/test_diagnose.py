@@ -2597,3 +2597,29 @@ def test_failure_lines_of_public_logs_tuned_on(tuned_on, text, category, confide
     alone (the model of words is off), named by their own words unless the entry says otherwise."""
     d = diagnose.classify(text, CATALOG)
     assert (d.verdict, d.category, d.confidence) == ("failed", category, confidence), d.render()
+
+
+def test_access_log_lines_after_the_engine_shut_down_are_no_health():
+    """vLLM's engine shutting its executor down for a dead worker ends serving: a "200 OK" the API
+    server logs after it is a stream answered before, and the failure stands."""
+    text = ("(APIServer pid=1) INFO:     Application startup complete.\n"
+            "(APIServer pid=1) INFO:     10.0.0.1:1 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+            "[rank0]:[F907 21:17:46.111258352 ProcessGroupNCCL.cpp:1653] [PG ID 0 PG GUID 0 Rank 0] Terminating the "
+            "process after attempting to dump debug info, due to collective timeout or exception.\n"
+            "(EngineCore pid=185) ERROR 09-07 21:18:35 [multiproc_executor.py:284] Worker proc VllmWorker-0 died "
+            "unexpectedly, shutting down executor.\n"
+            "(APIServer pid=1) INFO:     10.0.0.1:2 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+            "(APIServer pid=1) INFO:     10.0.0.1:3 - \"GET /health HTTP/1.1\" 200 OK\n")
+    assert diagnose.classify(text, CATALOG).verdict == "failed"
+    served = text.split("[rank0]")[0]
+    assert diagnose.classify(served, CATALOG).verdict == "clean"
+
+
+def test_an_ib_fatal_event_that_nccl_hotplug_resumed_from_is_no_failure():
+    event = ("[2026-09-07 05:29:45] h:1:60 [0] transport/net_ib/common.cc:179 (ncclIbAsyncThreadMain) NCCL WARN "
+             "NET/IB : roceP2p1s0f1:1 async fatal event: local catastrophic error\n")
+    resumed = ("h:1:58 [0] NCCL INFO NET/IB/hotplug: resume: devices back, re-connecting 2 comm(s) (timeout 300000 ms)\n"
+               "h:1:58 [0] NCCL INFO NET/IB/hotplug: resumed 2 comm(s)\n")
+    assert diagnose.classify(event + resumed, CATALOG).verdict != "failed"
+    d = diagnose.classify(resumed + event, CATALOG)  # the event after the last resume: not survived
+    assert (d.verdict, d.category) == ("failed", "nccl_comm"), d.render()
