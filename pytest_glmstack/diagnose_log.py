@@ -361,6 +361,9 @@ _FAIL = re.compile("|".join((
     r"\] Caught signal \d+ \(",
     r"\*\*\* Process received signal \*\*\*",  # Open MPI's signal handler: a native crash of that rank
     # pytest's summary of a run with failures, and its per-test line "FAILED path::test - Error: ..."
+    # a test harness's verdict line (Go's "--- FAIL: TestX", unittest's "FAIL: test_x", a custom
+    # runner's "FAIL Flash-Next MoE"), upper case at the line's start; and a program's own "WORKER CRASH:"
+    r"^\s*(?:--- )?FAIL(?::|\s)\s*\S", r"^(?:\[\w+\] )?(?:[A-Z]+ )?CRASH(?:ED)?: \S",
     r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)
     # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"
     r"\bNCCL failure \S+\.(?:cu|cc|cpp|c|h):\d+ '",
@@ -417,6 +420,9 @@ _BENIGN = re.compile("|".join((
     r"ras/client_support\.cc:\d+ NCCL WARN Call to bind failed",
     # NCCL's IB transport meeting a soft-RoCE device (rxe0) without a PCI path: it goes on without it
     r"NCCL WARN Could not find real path of\b",
+    # compute-sanitizer's count of the memory errors it found, at the program's exit: none found
+    # (no health either: it prints the same whatever the program did)
+    r"^=+ ERROR SUMMARY: 0 errors\s*$",
     r"\bwarning: failed to mlock\b",  # llama.cpp's --mlock is best effort: it warns and goes on
     # FlashInfer's autotuner drops a tactic that failed while it profiled, and tries the next
     r"\[Autotuner\]: Skipping tactic\b",

@@ -91,6 +91,9 @@ _RULE_SRC = (
                  # two options refused together, whatever exception carries it: "--enable-auto-tool-choice
                  # and --enable-reasoning cannot be enabled at the same time"
                  r"--[\w-]+ (?:and|with) --[\w-]+ (?:cannot|can't|can not|must not) be (?:enabled|used|set|specified|combined)\b|"
+                 # ... or as the config's keys: "num_speculative_tokens_per_batch_size and
+                 # adaptive_speculative_tokens_window are not supported"
+                 r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+){2,} (?:and|with) [a-z][a-z0-9]*(?:_[a-z0-9]+){2,} (?:are|is) not supported\b|"
                  # "Model InternVLChatModel does not support LoRA, but LoRA is enabled"
                  r"\bdoes not support [\w -]{1,40}, but [\w -]{1,40} (?:is|are) enabled\b|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
@@ -189,7 +192,7 @@ _RULE_SRC = (
             # ggml (llama.cpp, ollama): "failed to allocate CUDA0 buffer of size ...", "unable to allocate CPU buffer"
             r"\b(?:failed|unable) to allocate (?:\w+ )?buffer\b|"
             # Ray's memory monitor killing tasks for want of host memory
-            r"\bray-oom-prevention\b|\bnode running low on memory\b|Killed signal terminated program|oom[-_ ]?kill|^Killed\s*$|"
+            r"\bray-oom-prevention\b|\bnode running low on memory\b|Killed signal terminated program|(?<!a common cause is the OS )oom[-_ ]?kill|^Killed\s*$|"
             + _MEMORY_KILL),
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"

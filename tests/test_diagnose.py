@@ -861,6 +861,13 @@ def test_real_server_without_libcuda_is_the_known_issue(tiny_model, tmp_path):
      "other", "sgl-kernel-op-missing"),
     ("AttributeError: '_OpNamespace' 'sgl_kernel' object has no attribute 'fused_moe_router_cpu'",
      "arch_unsupported", "sgl-kernel-op-missing-for-device"),
+    # SGLang's hint after a scheduler's death names the OOM killer for exit code -9: not this one's -3
+    ("[96/97] nvcc -c moe_gemm.cu -o moe_gemm.cuda.o\nninja: build stopped: subcommand failed.\n"
+     "RuntimeError: Rank 0 scheduler died during initialization (exit code: -3). If exit code is -9 (SIGKILL), "
+     "a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.", "flashinfer_jit", None),
+    # two settings refused together, named by their config keys
+    ("ValueError: DFlash2 drafts at a fixed physical depth; num_speculative_tokens_per_batch_size and "
+     "adaptive_speculative_tokens_window are not supported.", "bad_flag", None),
     ("RuntimeError: Check failed: major == 10 (12 vs. 10) : MoE kernel requires 10.x architecture. Current device has SM 120",
      "arch_unsupported", "flashinfer-trtllm-moe-sm10x-only"),
     ("--------\nThe application appears to have been direct launched using \"srun\",\n"
@@ -874,7 +881,8 @@ def test_failures_that_read_like_another_category(text, category, known):
     own diagnostics, a kernel image the driver refuses, python logging's default format with a
     logger name, KV-transfer engines, a warm-up request that timed out, an extension built
     against another torch (its arch-specific path names no cause), an sgl-kernel op missing for
-    another release or for the device, SM10x-only MoE kernels on
+    another release or for the device, a JIT build that stopped under SGLang's OOM-killer hint, two
+    config keys refused together, SM10x-only MoE kernels on
     SM120, Open MPI under srun without PMI, and vLLM without an MLA+sparse backend."""
     d = diagnose.classify(text, CATALOG)
     assert (d.verdict, d.category) == ("failed", category), d.render()
@@ -2623,3 +2631,17 @@ def test_an_ib_fatal_event_that_nccl_hotplug_resumed_from_is_no_failure():
     assert diagnose.classify(event + resumed, CATALOG).verdict != "failed"
     d = diagnose.classify(resumed + event, CATALOG)  # the event after the last resume: not survived
     assert (d.verdict, d.category) == ("failed", "nccl_comm"), d.render()
+
+
+@pytest.mark.parametrize("line", ["FAIL Flash-Next MoE", "--- FAIL: TestAllReduce (0.01s)",
+                                  "[engine] WORKER CRASH: the gather missed the round's deadline"])
+def test_a_harness_verdict_line_is_failure_evidence(line):
+    text = "running the check\nstep 1 done\n" + line + "\n"
+    assert diagnose.classify(text, CATALOG).verdict == "failed"
+    assert diagnose.classify(text.replace(line, "PASS Flash-Next MoE"), CATALOG).verdict != "failed"
+
+
+def test_compute_sanitizer_finding_no_errors_is_no_failure():
+    text = "pp257+tg4       257      4         5.22            0.24\n========= ERROR SUMMARY: 0 errors\n"
+    assert diagnose.classify(text, CATALOG).verdict != "failed"
+    assert diagnose.classify(text.replace(": 0 errors", ": 3 errors"), CATALOG).verdict == "failed"
