@@ -605,6 +605,10 @@ def _exc_summary(exc: _Exc, lines: list[_Line], matched: str | None, from_head: 
         more = next((c for c in exc.cont if c and c != "from user code:"), None)
         if more:
             return _rephrase(f"{exc.name}: {more}")
+        if matched and not from_head and exc.name.split(".")[-1] in ("EOFError", "BrokenPipeError", "ConnectionResetError"):
+            # a pipe whose other end died (a launcher reading its dead scheduler's pipe): the line
+            # that named the category says why it died
+            return _rephrase(matched)
         # 'AssertionError' alone: say which assertion, from the frame's source line.
         where = _origin(exc.frames, False)[0]
         src = exc.raise_src.splitlines()[0] if exc.raise_src else None

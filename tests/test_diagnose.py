@@ -2645,3 +2645,15 @@ def test_compute_sanitizer_finding_no_errors_is_no_failure():
     text = "pp257+tg4       257      4         5.22            0.24\n========= ERROR SUMMARY: 0 errors\n"
     assert diagnose.classify(text, CATALOG).verdict != "failed"
     assert diagnose.classify(text.replace(": 0 errors", ": 3 errors"), CATALOG).verdict == "failed"
+
+
+def test_a_bare_eoferror_of_a_dead_child_is_summarised_by_why_it_died():
+    text = ("[96/97] nvcc -c moe_gemm.cu -o moe_gemm.cuda.o\nninja: build stopped: subcommand failed.\n"
+            "Traceback (most recent call last):\n"
+            '  File "/v/sglang/srt/entrypoints/engine.py", line 1807, in _wait_for_scheduler_ready\n'
+            "    data = scheduler_pipe_readers[i].recv()\n"
+            '  File "/usr/lib/python3.12/multiprocessing/connection.py", line 399, in _recv\n'
+            "    raise EOFError\nEOFError\n")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "flashinfer_jit"), d.render()
+    assert d.summary.startswith("ninja: build stopped"), d.render()
