@@ -364,9 +364,10 @@ _FAIL = re.compile("|".join((
     # a test harness's verdict line (Go's "--- FAIL: TestX", unittest's "FAIL: test_x", a custom
     # runner's "FAIL Flash-Next MoE"), upper case at the line's start; and a program's own "WORKER CRASH:"
     r"^\s*(?:--- )?FAIL(?::|\s)\s*\S", r"^(?:\[\w+\] )?(?:[A-Z]+ )?CRASH(?:ED)?: \S",
-    r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",  # the kernel driver's report of a GPU fault (dmesg)
-    # the NCCLCHECK macro of nccl-tests and of NCCL's examples: "Test NCCL failure common.cu:777 '...'"
-    r"\bNCCL failure \S+\.(?:cu|cc|cpp|c|h):\d+ '",
+    r"^=+ (?:.*\b)?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s", r"^FAILED \S+::\S+ - \S",
+    # the NCCLCHECK and CUDACHECK macros of nccl-tests and of NCCL's examples: "Test NCCL failure
+    # common.cu:777 '...'", "Test CUDA failure common.cu:892 'invalid device ordinal'"
+    r"\b(?:NCCL|CUDA) failure \S+\.(?:cu|cc|cpp|c|h):\d+ '",
     # a supervisor (a memory watchdog, the kernel's OOM killer) killing the job for want of memory
     _MEMORY_KILL,
     _WRONG_DATA,  # nccl-tests' data check: results that differ from the expected ones

@@ -927,6 +927,11 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("#  Rank  0 Group  0 Pid 10 on host device  0 [0x01] NVIDIA H100\nhost: Test NCCL failure common.cu:900 'internal error'",
      "nccl_comm"),
     ("#       bytes    N    type\nNCCL failure sendrecv.cu:40 'unhandled system error'", "nccl_comm"),
+    # its CUDACHECK twin under mpirun's epilogue: the category from the CUDA error's words (a device
+    # the job asked for is missing)
+    ("# Using devices\nhost: Test CUDA failure common.cu:892 'invalid device ordinal'\n .. host pid 9: Test failure "
+     "common.cu:842\n-----\nPrimary job  terminated normally, but 1 process returned\na non-zero exit code. "
+     "Per user-direction, the job has been aborted.\n-----", "other"),
     # lmdeploy's TurboMind records
     ("engine_cfg:\nTurbomindEngineConfig(tp=1)\n[TM][ERROR] CUDA runtime error: out of memory /src/turbomind/core/allocator.cc:49",
      "oom"),
