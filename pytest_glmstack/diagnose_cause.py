@@ -144,8 +144,9 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
         category = "flashinfer_jit"
     if category == "flashinfer_jit" and any(_SOURCE_BUILD_DIAG.search(body_at(k)) for k in ev):
-        # the compiler's first complaint is about a package's own sources (csrc/): building that
-        # package from source failed (a missing submodule, a toolkit mismatch), not a run-time JIT
+        # the compiler's first complaint is about a package's own sources (csrc/, not a JIT loader's
+        # jit/.../csrc/): building that package from source failed (a missing submodule, a toolkit
+        # mismatch), not a run-time JIT
         category = "other"
     if category == "dynamo_unsupported" and _dynamo_internal(causal):
         category = "dynamo_other"
@@ -322,7 +323,7 @@ _CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --me
                            r"disable torch compile by not using --enable-torch-compile")
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
-_SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
+_SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer|.*/jit/).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 # Python's unpacking of a value of the wrong shape: a programming error, raised as a ValueError
 # A build's compile steps and the source file a compiler's diagnostic names say what was being
 # built, not why it failed: a custom_all_reduce.cu in them is no sign of the custom all-reduce issue

@@ -377,6 +377,9 @@ _FAIL = re.compile("|".join((
 _FAIL_WEAK = re.compile("|".join((
     r"^(?:Error|FATAL|Fatal error|Failed)\b", r"\bfailed with error\b", r"^Error in function '", r"Max retries reached",
     r"Download failed", r"\bmust be provided\b",
+    # a kernel's fault in CUDA's own words, printed by a program's own error check ("cuda
+    # kernels/indexer.cu:96 an illegal memory access was encountered")
+    r"\ban illegal (?:memory access|instruction) was encountered\b|\bunspecified launch failure\b",
     r"\bUnsupported (?:SM|GPU|CUDA) (?:version|arch)",  # a kernel's refusal of the GPU it runs on
     r"\bexiting due to\b(?! signal)",  # llama.cpp: "main: exiting due to model loading error"
     r"^[\w.:-]+(?: [\w.:-]+){0,3} failed: \S",  # "Graph capture failed: ...", "xyz_kernel failed: ..."

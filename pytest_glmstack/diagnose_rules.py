@@ -21,8 +21,8 @@ _HANG_NOTE = re.compile(r"No available shared memory broadcast block found in \d
 # --- categories -------------------------------------------------------------------------------
 
 # A line that is no diagnostic of a package's own source build (its sources sit under csrc/;
-# FlashInfer's JIT sources do too, and stay JIT)
-_NOT_SOURCE_BUILD = r"^(?=.*flashinfer|(?!.*/csrc/))"
+# FlashInfer's JIT sources and a JIT loader's, sglang/kernels/jit/csrc/..., do too, and stay JIT)
+_NOT_SOURCE_BUILD = r"^(?=.*flashinfer|.*/jit/|(?!.*/csrc/))"
 
 # Ordered: the first rule whose pattern is found wins. A category may have several rules.
 _RULE_SRC = (
@@ -68,7 +68,10 @@ _RULE_SRC = (
     # a package missing or not matching its dependents (an install), whatever its name says;
     # not a module a JIT build should have produced (Triton's cuda_utils, a torch extension)
     ("other", r"(?:ModuleNotFoundError|ImportError): No module named '?(?![\w.]*(?:cuda_utils|__triton_launcher|_jit_|torch_extensions))|"
-              r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+"),
+              r"\bis not available or outdated\b|\bPlease install or update (?:the )?\S+|"
+              # the dynamic loader out of static TLS for a library loaded late (libgomp under torch_npu):
+              # how the libraries load, no memory that ran out
+              r"\bcannot allocate memory in static TLS block\b"),
     # two tensors whose shapes do not fit (a draft model's against the target's): the model's or the
     # code's sizes, also when a capture wrapper quotes it
     ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b|\bThe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|"
@@ -282,7 +285,9 @@ _RULE_SRC = (
                        r"\bptxas\b.*\b(?:error|fatal)\b|"
                        # nvcc's own diagnostics, and a built kernel image the driver refuses to load
                        # (not a package's own source build: its sources sit under csrc/)
-                       r"^(?!.*/csrc/)\S+\.(?:cu|cuh|h|hh|hpp|inl)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"
+                       r"^(?=.*/jit/|(?!.*/csrc/))\S+\.(?:cu|cuh|h|hh|hpp|inl)\(\d+\): error\b|^(?!.*/csrc/).*\b\d+ errors? detected in the compilation of\b|"
+                       # SGLang's JIT kernel loader (sglang/kernels/jit) whose ninja build failed
+                       r"\bFailed to build JIT module\b|"
                        r"^LLVM ERROR: |"
                        # a kernel the compiler cannot fit on the GPU (ROCm Triton: "stack frame size (556488) exceeds limit")
                        r"\bstack frame size \(\d+\) exceeds limit\b|"
@@ -334,7 +339,9 @@ _RULE_SRC = (
                      # SGLang's router giving up on its workers: "Timeout 300s waiting for workers [...] to become healthy"
                      r"\bTimeout \d+s waiting for\b|\btimeout scanning server log\b|\bwaiting for workers\b[^\n]{0,200}\bto become healthy\b|"
                      # a request of the start-up (the warm-up's) that got no answer in its time
-                     r"\bRead timed out\. \(read timeout=\d+"),
+                     r"\bRead timed out\. \(read timeout=\d+|"
+                     # Slurm ending the job at its time limit (before a ready server; once served, `other`)
+                     r"\bCANCELLED AT \S+ DUE TO TIME LIMIT\b"),
 )
 _RULES: list[tuple[str, re.Pattern]] = [
     (c, re.compile(p, re.MULTILINE | (0 if c.startswith("dynamo") else re.IGNORECASE))) for c, p in _RULE_SRC

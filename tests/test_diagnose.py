@@ -1035,6 +1035,26 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     # a test run that failed, summed up by pytest
     ("FAILED tests/test_x.py::test_y[4] - RuntimeError: Cannot pack tensors on meta\n"
      "========== 1 failed, 7 passed in 4.08s ==========", "other"),
+    # a JIT loader's kernel sources sit under jit/csrc/: its compile error is the JIT build's, not a
+    # package's source build
+    ("Traceback (most recent call last):\n"
+     '  File "/sgl/python/sglang/kernels/jit/utils/compile/ninja.py", line 168, in build\n'
+     "    raise RuntimeError(\n"
+     "RuntimeError: Failed to build JIT module sgl_kernel_jit_silu_32 in /root/.cache/sglang/jit/sm103a/sgl_kernel_jit_silu_32\n"
+     "stdout:\n"
+     "FAILED: [code=2] cuda_0.o \n"
+     "/sgl/python/sglang/kernels/jit/csrc/deepseek_v4/silu.cuh(245): error: static assertion failed\n"
+     "1 error detected in the compilation of \"cuda.cu\".\n"
+     "ninja: build stopped: subcommand failed.\n", "flashinfer_jit"),
+    # the dynamic loader out of static TLS: how a library loads, no memory that ran out
+    ("Traceback (most recent call last):\n  File \"/app/run.py\", line 3, in <module>\n    import torch_npu\n"
+     "ImportError: /root/miniconda3/envs/x/bin/../lib/libgomp.so.1: cannot allocate memory in static TLS block", "other"),
+    # a program's own CUDA check printing the kernel's fault, its last line
+    ("[spec] SPEC-DECODE: 53.9 ms/tok = 18.55 tok/s\ncuda kernels/indexer.cu:96 an illegal memory access was encountered", "other"),
+    # Slurm ending a job at its time limit while the server was still loading
+    ("[2026-01-30 22:48:01] Loading safetensors checkpoint shards:  50% Completed | 2/4\n"
+     "[2026-01-30T23:14:08.004] error: *** JOB 1422882 ON ac045 CANCELLED AT 2026-01-30T23:14:08 DUE TO TIME LIMIT ***",
+     "startup_hang"),
 ])
 def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)

@@ -87,7 +87,8 @@ threads and committed run logs in none of v1-v58, scored once (14/17), a tuning 
 scored once (18/21), a tuning set since. v61 (tests/data/world/v61): 14 run logs committed to
 public repositories in none of v1-v60, scored once (2/6), a tuning set since. v62
 (tests/data/world/v62): 32 logs from committed run logs and public threads in none of v1-v61, scored
-once (16/17).
+once (16/17), a tuning set since. v63 (tests/data/world/v63): 30 logs from committed run logs,
+committed notes and public threads in none of v1-v62, scored once (11/15).
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -758,6 +759,12 @@ V61_FLOOR = {"right_category": 6, "failed": 6, "healthy_called_failed": 0, "inco
 # healthy called failed, 3/3 incomplete right; docs/diagnosis-record.md) and is a tuning set since.
 V62_FLOOR = {"right_category": 17, "failed": 17, "healthy_called_failed": 0, "incomplete_ok": 3, "incomplete": 3}
 
+
+# v63 was scored once as a frozen test set (2026-12-05, rules of commit 52f9a9e, i.e. after tuning on
+# v62, before any of its logs was seen by them or by whoever tuned them: 11/15 right category, 0/13
+# healthy called failed, 1/2 incomplete right; docs/diagnosis-record.md) and is a tuning set since.
+V63_FLOOR = {"right_category": 15, "failed": 15, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 2}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -820,6 +827,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v60", "split-v60.json", V60_FLOOR, "18/21"),
     ("v61", "split-v61.json", V61_FLOOR, "2/6"),
     ("v62", "split-v62.json", V62_FLOOR, "16/17"),
+    ("v63", "split-v63.json", V63_FLOOR, "11/15"),
 ]
 
 
