@@ -45,6 +45,7 @@ VERDICTS = ("clean", "failed", "incomplete")
 _NO_PROGRESS = re.compile(r"(?<![\d.])0% Completed\b|:\s+0%\|[^|\n]*\|\s*0/\d+\b|"
                           # Ray's count of lines its workers printed earlier: no stage reached now
                           r"\[repeated \d+x across cluster\]")
+_PANIC_AT = re.compile(r"\bpanicked at(?:\s+\S+:\d+:\d+:)?\s*$")
 _STICKY_FATAL = re.compile(_BIND_FAILED + r"|errno: 98 - Address already in use")
 # Lines that mean the server is going down, even while its launcher process lives on (the
 # launcher's log watcher stops waiting at the first of them).
@@ -128,7 +129,11 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
                                                        _QUIET_WORDS.search(ln.raw))) and not _recovered(lines, k)
         if ln.level >= 3 or _FAIL.search(b) or weak or (
                 not quiet and em and not _WARNING_EXC.search(em["name"]) and (em["msg"] or k + 1 < n)):
-            fails.append(k)
+            if not fails or fails[-1] != k:  # (a panic's message line is taken with its head)
+                fails.append(k)
+            if _PANIC_AT.search(b) and k + 1 < n and bodies[k + 1].strip() and k + 1 not in code:
+                # Rust (1.73 on) prints a panic's message on the line below "panicked at <file>:<line>:<col>:"
+                fails.append(k + 1)
             if _C10_WHERE.match(b):
                 # c10::Error prints its message on the line above "Exception raised from ..."
                 above = next((j for j in range(k - 1, max(-1, k - 4), -1) if bodies[j].strip()), None)

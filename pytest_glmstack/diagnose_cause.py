@@ -148,6 +148,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # jit/.../csrc/): building that package from source failed (a missing submodule, a toolkit
         # mismatch), not a run-time JIT
         category = "other"
+    if category == "flashinfer_jit" and basis == "evidence" and any(_OWN_BUILD_DIAG.search(ln.body) for ln in lines) \
+            and not any(_JIT_SIGN.search(ln.body) or _PY_EXCEPTION.search(ln.body) for ln in lines):
+        # a compiler's or linker's error in a build with no sign of a JIT around it (no loader, cache,
+        # ninja or Python; sources named from the working directory): a project's own build (make)
+        category = "other"
     if category == "dynamo_unsupported" and _dynamo_internal(causal):
         category = "dynamo_other"
     if category is None and causal is None:
@@ -323,6 +328,11 @@ _CAPTURE_HINT = re.compile(r"disable cuda graph by --disable-cuda-graph|set --me
                            r"disable torch compile by not using --enable-torch-compile")
 _INVARIANT = re.compile(r"\bAssert(?:ion)?(?: (?:error|exception|failed))?\W[^\n]*?(?:==|!=|<=|>=| < | > | % )")
 _IPYTHON_HEADER = re.compile(r"^\s*(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s{2,}Traceback \(most recent call last\)")
+_OWN_BUILD_DIAG = re.compile(r"^\s*(?![/~]|[A-Za-z]:)[\w.-]+(?:/[\w.-]+)*\.(?:cu|cuh|cc|cpp|c|h|hh|hpp)(?:\(\d+\)|:\d+(?::\d+)?): "
+                             r"(?:fatal )?error\b|\bundefined reference to\b")
+_JIT_SIGN = re.compile(r"\bjit|\bninja\b|torch_extensions|flashinfer|triton|\.cache/|cpp_extension|building extension|load_inline|"
+                       r"\bnvrtc|deep_gemm|\btvm|Traceback|site-packages|dist-packages|setup\.py|\bpip\b", re.I)
+_PY_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")  # a Python process around the build: a run-time one
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer|.*/jit/).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 # Python's unpacking of a value of the wrong shape: a programming error, raised as a ValueError
 # A build's compile steps and the source file a compiler's diagnostic names say what was being

@@ -300,7 +300,7 @@ _FAIL = re.compile("|".join((
     r"\bDeepEP\b[^\n]{0,60}\btimeout\b", r"\buncorrectable NVLink\b",
     r"\bnvcc fatal\s*:",
     r"\bunrecognized arguments: -",  # argparse's refusal, also without the "error:" before it
-    r"^error while handling argument\b|\berror: unknown value for --",  # llama.cpp's argument parser
+    r"^\W{0,3}error while handling argument\b|\berror: unknown value for --",  # llama.cpp's argument parser (a launcher may mark it "✖ ")
     r"Error while finding module specification for",  # python -m of a module that is not installed
     r"^[\w./-]+\.sh: (?:line|l[íi]nea|ligne|Zeile|riga) \d+: ",  # a shell script's error
     r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\([\'\"]",  # an exception's repr: ValueError("...")
@@ -401,7 +401,7 @@ _FALLBACK = re.compile(r"fall(?:ing)? ?back|[Uu]sing (?:the )?(?:fallback|defaul
 
 # The servers' dumps of their whole configuration (SGLang's server_args, vLLM's engine config,
 # also after a crash) name every option (disable_custom_all_reduce, ...): never evidence.
-_CONFIG_DUMP_SRC = (r"server_args=|Dumping input data for V1 LLM engine|Dumping scheduler output for model execution|"
+_CONFIG_DUMP_SRC = (r"server_args=|Dumping input data for V1 LLM engine|Dumping scheduler (?:output for model execution|stats:)|"
                     r"LLM engine \(v[\w.+-]+\) with config: |non-default args: \{|"
                     # vLLM's API server printing its parsed command line
                     r"\] args: Namespace\(")

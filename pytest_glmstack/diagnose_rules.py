@@ -197,6 +197,10 @@ _RULE_SRC = (
             # Ray's memory monitor killing tasks for want of host memory
             r"\bray-oom-prevention\b|\bnode running low on memory\b|Killed signal terminated program|(?<!a common cause is the OS )oom[-_ ]?kill|^Killed\s*$|"
             + _MEMORY_KILL),
+    # the dynamic loader finding no symbol a binary needs in the library it loaded (a build against
+    # another version of NCCL, torch, CUDA): the installation, not the library's work; not a JIT
+    # cache's module that does not load (the build's, below)
+    ("other", r"^(?!.*(?:flashinfer|/jit/|torch_extensions|cached_ops|\.triton/)).*(?:\bsymbol lookup error\b|\bundefined symbol: \w)"),
     ("nccl_comm", r"\bNCCL\b.*(?:error|Error|failure|timeout|WARN)|ProcessGroupNCCL|custom[ _]all[ _]?reduce|mscclpp|MSCCL|"
                   r"peer (?:access|mapping)|cudaErrorPeerAccess\w*|P2P (?:is )?not supported|Watchdog caught collective operation timeout|"
                   r"NVSHMEM|nvshmem|\bibrc\b|\bibv_\w+|IbError|qp creation failed|DeepEP error|NVLS|NVLink SHARP|pynccl|"

@@ -1055,6 +1055,32 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("[2026-01-30 22:48:01] Loading safetensors checkpoint shards:  50% Completed | 2/4\n"
      "[2026-01-30T23:14:08.004] error: *** JOB 1422882 ON ac045 CANCELLED AT 2026-01-30T23:14:08 DUE TO TIME LIMIT ***",
      "startup_hang"),
+    # a Rust panic's message on the line below "panicked at" (Dynamo's frontend)
+    ("2025-08-19T23:44:39.231286Z INFO dynamo_llm::http::service::service_v2: Starting HTTP service on: 0.0.0.0:8000 "
+     "thread 'tokio-runtime-worker' panicked at\n"
+     "/workspace/lib/llm/src/http/service/service_v2.rs:117:33: could not bind to address: 0.0.0.0:8000\n"
+     "pyo3_async_runtimes.RustPanic: rust future panicked: unknown error", "port_in_use"),
+    # llama.cpp's argument error, marked by the launcher that ran it
+    ('\u2716 error while handling argument "--cache-type-k": Unsupported cache type: turbo4_0\n\n'
+     "usage:\n-ctk,  --cache-type-k TYPE              KV cache data type for K\n"
+     "\u26a0 Server process crashed: Some(1)", "bad_flag"),
+    # a binary built against another NCCL than the one it loads: the installation, not communication
+    ("nccl-tests/build/all_reduce_perf: symbol lookup error: nccl-tests/build/all_reduce_perf: undefined symbol: "
+     "ncclRedOpCreatePreMulSum", "other"),
+    # a project's own CUDA build (make), no JIT anywhere: its compile and link errors are its own
+    ('tests/gate_compressed_decode.cu(62): error: argument of type "int" is incompatible with parameter of type "const float *"\n'
+     "      compressed_decode_step_strided(out_dec, x, s-1, w, win_kv, comp_kv, &Th, ratio, EPS);\n", "other"),
+    ("/usr/bin/ld: tmpxft_0000f197_00000000-10_fp8_block_gemm.cudafe1.cpp:(.text+0x12e0): undefined reference to `nvfp4_enabled()'\n"
+     "collect2: error: ld returned 1 exit status\ngate rc=1", "other"),
+    # vLLM's dump of its scheduler's stats after a crash names cudagraph_stats: context, not the cause
+    ("(EngineCore pid=1) ERROR 07-26 23:40:11 [dump_input.py:81] Dumping scheduler stats: SchedulerStats(num_running_reqs=0, "
+     "cudagraph_stats=None)\n"
+     "(EngineCore pid=1) ERROR 07-26 23:40:11 [core.py:1233] RuntimeError: producer rejected selective pull plan: "
+     "'no pending selective pull for uuid=1'", "other"),
+    # ... but a relative source path under ninja is a JIT build's, and a JIT cache's module missing a symbol is the JIT's
+    ('kernels/gemm.cu(12): error: identifier "x" is undefined\nninja: build stopped: subcommand failed.', "flashinfer_jit"),
+    ("OSError: /root/.cache/flashinfer/0.2.5/90/cached_ops/sampling/sampling.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+     "flashinfer_jit"),
 ])
 def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)

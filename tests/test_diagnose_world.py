@@ -88,7 +88,9 @@ scored once (18/21), a tuning set since. v61 (tests/data/world/v61): 14 run logs
 public repositories in none of v1-v60, scored once (2/6), a tuning set since. v62
 (tests/data/world/v62): 32 logs from committed run logs and public threads in none of v1-v61, scored
 once (16/17), a tuning set since. v63 (tests/data/world/v63): 30 logs from committed run logs,
-committed notes and public threads in none of v1-v62, scored once (11/15).
+committed notes and public threads in none of v1-v62, scored once (11/15), a tuning set since. v64
+(tests/data/world/v64): 27 logs from public threads and committed run logs in none of v1-v63, scored
+once (15/24), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -765,6 +767,12 @@ V62_FLOOR = {"right_category": 17, "failed": 17, "healthy_called_failed": 0, "in
 # healthy called failed, 1/2 incomplete right; docs/diagnosis-record.md) and is a tuning set since.
 V63_FLOOR = {"right_category": 15, "failed": 15, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 2}
 
+
+# v64 was scored once as a frozen test set (2026-12-05, rules of commit 4858eda, i.e. after tuning on
+# v63, before any of its logs was seen by them or by whoever tuned them: 15/24 right category, 0/2
+# healthy called failed, 1/1 incomplete right; docs/diagnosis-record.md) and is a tuning set since.
+V64_FLOOR = {"right_category": 21, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 1}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -828,6 +836,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v61", "split-v61.json", V61_FLOOR, "2/6"),
     ("v62", "split-v62.json", V62_FLOOR, "16/17"),
     ("v63", "split-v63.json", V63_FLOOR, "11/15"),
+    ("v64", "split-v64.json", V64_FLOOR, "15/24"),
 ]
 
 
