@@ -283,6 +283,8 @@ _FAIL = re.compile("|".join((
     r"profiled value -\d", r"\bNot enough memory\b", r"CUDA out of memory", r"\bOutOfMemoryError\b",
     r"Cannot allocate memory|can't allocate memory",
     r"is not compatible with the current PyTorch installation", r"no kernel image is available",
+    # TEI's (candle's) kernels built for another GPU; the CUDA coredump's report of a kernel's fault
+    r"\bRuntime compute cap \d+ is not compatible with compile time compute cap\b", r"\bCUDBG_EXCEPTION_\w+",
     r"is not a recognized processor for this target", r"^LLVM ERROR: ",
     r"\.(?:cu|cuh|h|hh|hpp|inl)\(\d+\): error\b", r"\b\d+ errors? detected in the compilation of\b", r"CUDA_ERROR_INVALID_IMAGE",
     r"Shard \d+ failed", r"ShardCannotStart", r"Engine core initialization failed", r"Worker failed with error",

@@ -240,7 +240,7 @@ _RULE_SRC = (
                          r"cutlass\w*[^\n]*\bError Internal\b|"
                          r"is only supported (?:for|on) (?:Hopper|Blackwell|SM)|Unsupported (?:SM|compute capability)|"
                          r"requires that CPU has AMX support|requires? (?:Intel )?(?:AMX|AVX-?512)|"
-                         r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_ARCH_MISMATCH|"
+                         r"is not compatible with the current PyTorch installation|CUBLAS_STATUS_NOT_SUPPORTED|\bRuntime compute cap \d+ is not compatible with compile time compute cap\b|CUBLAS_STATUS_ARCH_MISMATCH|"
                          r"does not support \.target|Feature '[^']*' (?:is )?not supported|"
                          # ptxas refusing the target (not its other errors: a malformed PTX is a failed build)
                          r"ptxas\b.*(?:not supported|\bsm_?\d|\.target\b|gpu-name|\barchitecture)|"
@@ -354,6 +354,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
 # named "other" where no rule or evidence names the machinery (custom all-reduce, a capture) it was in.
 # (Also a kernel library without an instance for the model's shape: "failed to dispatch head_dim 96".)
 _KERNEL_FAULT = re.compile(r"an illegal memory access was encountered|cudaErrorIllegalAddress|misaligned address|"
+                           r"\bCUDBG_EXCEPTION_WARP_(?:ILLEGAL_ADDRESS|MISALIGNED)\b|"  # the CUDA coredump's report
                            r"unspecified launch failure|an illegal instruction was encountered|CUDA error: invalid argument|"
                            r"\bfailed to dispatch (?:head_dim|head dim|page_size|group_size|\w+_size) \d+|"
                            # DeepGEMM's table of kernels without this case: "Unknown cases: sf.dtype=..., arch=90a"

@@ -1081,6 +1081,14 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ('kernels/gemm.cu(12): error: identifier "x" is undefined\nninja: build stopped: subcommand failed.', "flashinfer_jit"),
     ("OSError: /root/.cache/flashinfer/0.2.5/90/cached_ops/sampling/sampling.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
      "flashinfer_jit"),
+    # TEI's kernels built for another GPU (compute cap 80 on an SM120 card)
+    ("2026-01-23T13:41:25.805694Z ERROR text_embeddings_backend: backends/src/lib.rs:491: Could not start Candle backend: "
+     "Could not start backend: Runtime compute cap 120 is not compatible with compile time compute cap 80\n"
+     "Error: Could not create backend", "arch_unsupported"),
+    # the CUDA coredump's report of a kernel's illegal address: a kernel's fault
+    ("(AsyncVLLMInferenceEngine pid=1) [08:52:36.868726] coredump: Detected an exception of type "
+     "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS (14)\n(AsyncVLLMInferenceEngine pid=1) [08:52:36.868733] coredump:   - Device: 0",
+     "other"),
 ])
 def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)

@@ -90,7 +90,8 @@ public repositories in none of v1-v60, scored once (2/6), a tuning set since. v6
 once (16/17), a tuning set since. v63 (tests/data/world/v63): 30 logs from committed run logs,
 committed notes and public threads in none of v1-v62, scored once (11/15), a tuning set since. v64
 (tests/data/world/v64): 27 logs from public threads and committed run logs in none of v1-v63, scored
-once (15/24), a tuning set since.
+once (15/24), a tuning set since. v65 (tests/data/world/v65): 16 logs from public threads
+and committed notes in none of v1-v64, scored once (12/16), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -773,6 +774,12 @@ V63_FLOOR = {"right_category": 15, "failed": 15, "healthy_called_failed": 0, "in
 # healthy called failed, 1/1 incomplete right; docs/diagnosis-record.md) and is a tuning set since.
 V64_FLOOR = {"right_category": 21, "failed": 24, "healthy_called_failed": 0, "incomplete_ok": 1, "incomplete": 1}
 
+
+# v65 was scored once as a frozen test set (2026-12-06, rules of commit b103fe8, i.e. after tuning on
+# v64, before any of its logs was seen by them or by whoever tuned them: 12/16 right category, no
+# healthy or incomplete log; docs/diagnosis-record.md) and is a tuning set since.
+V65_FLOOR = {"right_category": 14, "failed": 16, "healthy_called_failed": 0, "incomplete_ok": 0, "incomplete": 0}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -837,6 +844,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v62", "split-v62.json", V62_FLOOR, "16/17"),
     ("v63", "split-v63.json", V63_FLOOR, "11/15"),
     ("v64", "split-v64.json", V64_FLOOR, "15/24"),
+    ("v65", "split-v65.json", V65_FLOOR, "12/16"),
 ]
 
 
