@@ -98,7 +98,10 @@ _RULE_SRC = (
                  # adaptive_speculative_tokens_window are not supported"
                  r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+){2,} (?:and|with) [a-z][a-z0-9]*(?:_[a-z0-9]+){2,} (?:are|is) not supported\b|"
                  # "Model InternVLChatModel does not support LoRA, but LoRA is enabled"
-                 r"\bdoes not support [\w -]{1,40}, but [\w -]{1,40} (?:is|are) enabled\b|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
+                 r"\bdoes not support [\w -]{1,40}, but [\w -]{1,40} (?:is|are) enabled\b|"
+                 # a backend refusing the full CUDA graph the config asked for ("AoT scheduling is
+                 # required for full cuda graph": FlashAttention 2 on a pre-Hopper GPU): the setting
+                 r"\bis required for full[ _]cuda[ _]graphs?\b|(?:error: )?unrecognized arguments: -|error: unrecognized arguments|error while handling argument\b|\berror: unknown value for --|"
                  # more GPUs asked for (--tp, --world-size) than the machine has
                  r"\b\d+ GPUs? (?:are |is )?available,? but \d+ (?:are |is )?(?:required|requested|needed)\b|"
                  r"number of required GPUs exceeds the (?:total )?number of available GPUs|"

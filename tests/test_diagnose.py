@@ -1089,6 +1089,10 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("(AsyncVLLMInferenceEngine pid=1) [08:52:36.868726] coredump: Detected an exception of type "
      "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS (14)\n(AsyncVLLMInferenceEngine pid=1) [08:52:36.868733] coredump:   - Device: 0",
      "other"),
+    # vLLM's FlashAttention backend refusing full_cuda_graph on a GPU without FA3's AoT scheduling:
+    # the setting, refused (not a capture that broke)
+    ('[rank0]:   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/backends/flash_attn.py", line 181, in __init__\n'
+     "[rank0]:     raise ValueError(\n[rank0]: ValueError: AoT scheduling is required for full cuda graph.", "bad_flag"),
 ])
 def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)
