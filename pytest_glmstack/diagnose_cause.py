@@ -143,10 +143,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         # a build's own check of the archs it was asked to build for (TORCH_CUDA_ARCH_LIST, the
         # JIT's target flags), raised by the build machinery, not a kernel missing on the GPU
         category = "flashinfer_jit"
-    if category == "flashinfer_jit" and any(_SOURCE_BUILD_DIAG.search(body_at(k)) for k in ev):
+    if category == "flashinfer_jit" and (any(_SOURCE_BUILD_DIAG.search(body_at(k)) for k in ev) or
+                                         any(_SOURCE_INCLUDE.search(ln.body) for ln in lines)):
         # the compiler's first complaint is about a package's own sources (csrc/, not a JIT loader's
-        # jit/.../csrc/): building that package from source failed (a missing submodule, a toolkit
-        # mismatch), not a run-time JIT
+        # jit/.../csrc/), or about a header those sources include: building that package from source
+        # failed (a missing submodule, a toolkit mismatch), not a run-time JIT
         category = "other"
     if category == "flashinfer_jit" and basis == "evidence" and any(_OWN_BUILD_DIAG.search(ln.body) for ln in lines) \
             and not any(_JIT_SIGN.search(ln.body) or _PY_EXCEPTION.search(ln.body) for ln in lines):
@@ -333,6 +334,11 @@ _OWN_BUILD_DIAG = re.compile(r"^\s*(?![/~]|[A-Za-z]:)[\w.-]+(?:/[\w.-]+)*\.(?:cu
 _JIT_SIGN = re.compile(r"\bjit|\bninja\b|torch_extensions|flashinfer|triton|\.cache/|cpp_extension|building extension|load_inline|"
                        r"\bnvrtc|deep_gemm|\btvm|Traceback|site-packages|dist-packages|setup\.py|\bpip\b", re.I)
 _PY_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")  # a Python process around the build: a run-time one
+# the include chain of a compiler's diagnostic that starts in the sources of the package being built,
+# named from the working directory as a project's own build names them ("In file included from ...",
+# "                 from csrc/python_api.cpp:4:"; a JIT names its sources by absolute paths)
+_SOURCE_INCLUDE = re.compile(r"^\s*(?:In file included )?from (?![/~]|[A-Za-z]:)(?!.*(?:flashinfer|/jit/|jit_kernel/|\.cache/))"
+                             r"(?:[\w.-]+/)*csrc/\S+:\d+[:,]\s*$")
 _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer|.*/jit/).*/csrc/\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?error\b")
 # Python's unpacking of a value of the wrong shape: a programming error, raised as a ValueError
 # A build's compile steps and the source file a compiler's diagnostic names say what was being

@@ -29,6 +29,10 @@ _RULE_SRC = (
     # a request or a setting longer than the lengths the server was started with: no memory failure
     ("other", r"(?:input|prompt|sequence|request)s?\b[^\n]{0,60}(?:exceeds|is longer than) the [\w' ]{0,40}maximum "
               r"(?:supported |allowed |model |context )?length \(\d+"),
+    # FlashInfer's fixed-size workspace buffer too small for the batch it planned ("Out of workspace
+    # memory in AlignedAllocator", "Buffer overflow when allocating memory for batch_prefill_tmp_v ...
+    # Increase the workspace buffer size"): a size the engine set, not the GPU out of memory
+    ("other", r"\bOut of workspace memory\b|\bIncrease the workspace buffer size\b|\bBuffer overflow when allocating memory for \w"),
     # the disk (a cache, a home directory with a quota) is full: the machine, whoever reports it
     # (not NCCL's shared-memory segments: a container's /dev/shm too small is NCCL's setup)
     ("other", r"^(?!.*NCCL).*(?:\[Errno (?:28|122)\]|No space left on device|Disk quota exceeded)"),
@@ -389,7 +393,9 @@ _NCCL_FRAME = re.compile(r"init_torch_distributed|initialize_model_parallel|init
                          r"flashinfer/comm/|mnnvl|all_?reduce|"
                          r"_symmetric_memory|symm_mem")  # torch's symmetric memory (its rendezvous), under vLLM's all-reduce
 _ARGS_CODE = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)|vllm/engine/arg_utils\.py|vllm/config|"
-                        r"tensorrt_llm/llmapi/llm_args\.py|text_generation_server/cli\.py")
+                        r"tensorrt_llm/llmapi/llm_args\.py|text_generation_server/cli\.py|"
+                        # a launcher's module of argument checks by name (ms-swift's argument/train_args.py)
+                        r"\w_args\.py$")
 # A refused combination of settings, in the words argument checks use, when the exception's frames
 # (server_args, arg_utils, config) are not in the excerpt: a refusal idiom and, near it, the name of
 # a setting (a --flag, a server argument's snake_case name, an "attention backend" or the like).
@@ -716,6 +722,9 @@ def _frame_category(exc: _Exc) -> str | None:
         # the code Inductor generated called torch with what torch refused (not a kernel's or a
         # library's failure while the compiled code ran)
         return "dynamo_other"
+    if re.fullmatch(r"_?(?:check|ensure|verify|assert)_(?:enough|sufficient|available)_\w*(?:memory|kv_cache|blocks)\w*",
+                    frames[-1].func):
+        return "oom"  # raised by the check that the memory (the KV cache's) suffices: "_check_enough_kv_cache_memory"
     if frames[-1].func == "bind" and re.search(r"zmq/|socket|asyncio/|uvicorn/|torch/distributed/", real[-1]):
         return "port_in_use"  # raised binding a socket (zmq, asyncio, c10d's store): the address is taken
     names = [f.func for f in frames + exc.user_frames] + [short_path(p) for p in paths]

@@ -1093,6 +1093,27 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     # the setting, refused (not a capture that broke)
     ('[rank0]:   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/backends/flash_attn.py", line 181, in __init__\n'
      "[rank0]:     raise ValueError(\n[rank0]: ValueError: AoT scheduling is required for full cuda graph.", "bad_flag"),
+    # a package built from its own checkout (setup.py): the include chain starts in its csrc/, named
+    # from the working directory, so a missing toolkit header is that build's, not a JIT's
+    ("In file included from third-party/cutlass/include/cutlass/platform/platform.h:101,\n"
+     "                 from csrc/apis/../jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp:10,\n"
+     "                 from csrc/python_api.cpp:4:\n"
+     "third-party/cutlass/include/cutlass/cutlass.h:43:35: fatal error: cuda/std/utility: No such file or directory\n",
+     "other"),
+    # ... but named by absolute paths under a package's include directory it stays a build of extensions
+    ("In file included from /usr/local/lib/python3.12/dist-packages/nvidia/nvshmem/include/nvshmem.h:24,\n"
+     "                 from /home/u/DeepEP/csrc/deep_ep.cpp:1:\n"
+     "/usr/local/lib/python3.12/dist-packages/nvidia/nvshmem/include/device_host/nvshmem_tensor.h:37:10: fatal error: "
+     "cuda/std/tuple: No such file or directory\ncompilation terminated.\n", "flashinfer_jit"),
+    # a launcher's argument module refusing a combination (ms-swift's argument/train_args.py)
+    ('  File "/usr/local/lib/python3.11/site-packages/swift/llm/argument/train_args.py", line 186, in _init_deepspeed\n'
+     "    raise ValueError('DeepSpeed is not compatible with `device_map`. '\n"
+     "ValueError: DeepSpeed is not compatible with `device_map`. n_gpu: 3, local_world_size: 1.\n", "bad_flag"),
+    # a traceback cut before its exception line, raised by the check that the KV cache fits
+    ('ERROR 06-16 06:43:55 [core.py:200]   File "/x/vllm/v1/core/kv_cache_utils.py", line 2052, in get_kv_cache_configs\n'
+     "ERROR 06-16 06:43:55 [core.py:200]     _check_enough_kv_cache_memory(\n"
+     'ERROR 06-16 06:43:55 [core.py:200]   File "/x/vllm/v1/core/kv_cache_utils.py", line 720, in _check_enough_kv_cache_memory\n'
+     "ERROR 06-16 06:43:55 [core.py:200]     raise ValueError(\n", "oom"),
 ])
 def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)
@@ -1610,6 +1631,22 @@ V25S = [  # failure lines of the v25 tuning set the rules name
     ("(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB\n"
      "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] EngineCore failed to start.\n", "oom"),
 ]
+
+
+def test_flashinfers_workspace_too_small_is_the_engines_setting_not_oom():
+    # the words of memory ("allocating memory", "bytes available") would say oom; the message names
+    # FlashInfer's fixed workspace, which the engine sized: raise it, or plan smaller batches
+    text = ("RuntimeError: Error in function 'aligned_alloc' at /workspace/include/flashinfer/allocator.h:49:\n"
+            "  Buffer overflow when allocating memory for batch_prefill_tmp_v\n  with size 536346624 and alignment 16,\n"
+            "  but only 413138944 bytes available in AlignedAllocator.\n  Increase the workspace buffer size.\n")
+    d = diagnose.classify(text, CATALOG)
+    assert d.failed and d.category == "other", d.render()
+    assert d.known_issue is not None and d.known_issue.id == "flashinfer-workspace-too-small", d.render()
+    assert "VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE" in d.known_issue.workaround
+    # an allocation that names no workspace is no sign of it
+    plain = "RuntimeError: Failed to allocate memory for batch_prefill_tmp_v with size 450494464 and alignment 16 in AlignedAllocator\n"
+    d = diagnose.classify(plain, CATALOG)
+    assert d.known_issue is None or d.known_issue.id != "flashinfer-workspace-too-small", d.render()
 
 
 def test_a_forbidden_model_download_is_not_flashinfers_cubin_download():
