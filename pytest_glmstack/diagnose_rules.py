@@ -219,6 +219,7 @@ _RULE_SRC = (
                   r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|\bmonitoredBarrier\b|"
                   # KV-cache transfer engines between instances (disaggregated prefill/decode)
                   r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b|"
+                  r"\bFailed to ucp_\w+:|\bregisterMem: registration failed\b|"
                   r"\bNIXL (?:transfer|handshake)\w* (?:failure|failed|error)\b|\bhandshake_setup_failed\b|"
                   # HCCL, Ascend's collective library: its transport between ranks could not be set up
                   # (not "HCCL function error" alone: it also wraps a port already bound)

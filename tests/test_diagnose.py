@@ -1114,6 +1114,14 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
      "ERROR 06-16 06:43:55 [core.py:200]     _check_enough_kv_cache_memory(\n"
      'ERROR 06-16 06:43:55 [core.py:200]   File "/x/vllm/v1/core/kv_cache_utils.py", line 720, in _check_enough_kv_cache_memory\n'
      "ERROR 06-16 06:43:55 [core.py:200]     raise ValueError(\n", "oom"),
+    # UCX's own error print while NIXL registers the KV cache, above the engine's wrapper
+    ("INFO 08-10 22:42:07 [nixl_connector.py:586] Registering KV_Caches: use_mla: False, num_blocks: 31025\n"
+     "[1754890927.298391] [decode-0:270  :0]    ib_mlx5dv_md.c:1100 UCX  ERROR mlx5_7: ibv_modify_qp(UMR QP 0x9b5e) "
+     "failed to modify to RTR: No such device\nERROR 08-10 22:42:07 [core.py:586] EngineCore failed to start.\n", "nccl_comm"),
+    # NIXL's glog lines of a registration UCX refused
+    ("E0612 19:10:20.830158      37 ucx_utils.cpp:577] Failed to ucp_mem_map: Input/output error\n"
+     "E0612 19:10:20.830243      37 nixl_agent.cpp:506] registerMem: registration failed for the specified or all potential backends\n",
+     "nccl_comm"),
 ])
 def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)
@@ -1631,6 +1639,13 @@ V25S = [  # failure lines of the v25 tuning set the rules name
     ("(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB\n"
      "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] EngineCore failed to start.\n", "oom"),
 ]
+
+
+def test_ucx_prefix_is_stripped_from_the_summary():
+    text = ("[1781291420.830118] [qwen3-0-vllmdecodeworker-0:37   :0]           ib_md.c:307  UCX  ERROR "
+            "ibv_reg_mr(address=0x7fee9e000000, length=115343360, access=0x10000f) failed: Bad address\n")
+    d = diagnose.classify(text, CATALOG)
+    assert d.category == "nccl_comm" and d.summary.startswith("UCX ERROR ibv_reg_mr("), d.render()
 
 
 def test_flashinfers_workspace_too_small_is_the_engines_setting_not_oom():

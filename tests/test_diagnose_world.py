@@ -94,7 +94,9 @@ once (15/24), a tuning set since. v65 (tests/data/world/v65): 16 logs from publi
 and committed notes in none of v1-v64, scored once (12/16), a tuning set since. v66
 (tests/data/world/v66): 30 logs from public threads, committed run logs and web pages in none of
 v1-v65, scored once (22/27), a tuning set since. v67 (tests/data/world/v67): 21 logs from public
-threads and committed notes in none of v1-v66, scored once (13/18), a tuning set since.
+threads and committed notes in none of v1-v66, scored once (13/18), a tuning set since. v68
+(tests/data/world/v68): 24 logs from public threads and committed run logs in none of v1-v67,
+scored once (16/20), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -797,6 +799,12 @@ V66_FLOOR = {"right_category": 23, "failed": 27, "healthy_called_failed": 0, "in
 # uncompiled) and failed dynamo_other in v21 and v23 on the same evidence.
 V67_FLOOR = {"right_category": 17, "failed": 18, "healthy_called_failed": 1, "incomplete_ok": 0, "incomplete": 0}
 
+
+# v68 was scored once as a frozen test set (2026-12-06, rules of commit 8a20a09, i.e. after tuning on
+# v67, before any of its logs was seen by them or by whoever tuned them: 16/20 right category, 0 of 4
+# healthy called failed; docs/diagnosis-record.md) and is a tuning set since.
+V68_FLOOR = {"right_category": 18, "failed": 20, "healthy_called_failed": 0, "incomplete_ok": 0, "incomplete": 0}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -864,6 +872,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v65", "split-v65.json", V65_FLOOR, "12/16"),
     ("v66", "split-v66.json", V66_FLOOR, "22/27"),
     ("v67", "split-v67.json", V67_FLOOR, "13/18"),
+    ("v68", "split-v68.json", V68_FLOOR, "16/20"),
 ]
 
 
