@@ -220,12 +220,16 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         after[k] = max(after[k + 1], stage_at.get(k + 1, -1) if k + 1 < n else -1)
     survived = -1
     stamp = [_timestamp(ln.raw) for ln in lines]
+    proc = [_process_tags(ln.raw) for ln in lines]
     for k in fails:
         if _CONDITION.search(bodies[k]):
             continue  # a state, not an event: the start-up going on does not cure it
-        if after[k] >= 2 and after[k] > before[k] and (stamp[k] is None or any(
-                st > before[k] and st >= 2 and (stamp[j] is None or stamp[j] > stamp[k])
-                for j, st in stage_at.items() if j > k)):
+        # (a phase another process printed, "[Stage-1]" after "[Stage-0]"'s failure, or another
+        # pid's, proves nothing of the process that failed)
+        if after[k] >= 2 and after[k] > before[k] and any(
+                st > before[k] and st >= 2 and (stamp[k] is None or stamp[j] is None or stamp[j] > stamp[k])
+                and not (proc[k] and proc[j] and proc[k].isdisjoint(proc[j]))
+                for j, st in stage_at.items() if j > k):
             # (not where every later phase bears an earlier or the same time: lines pasted out of order,
             # newest first, or the failure's own context printed with it)
             survived = k
@@ -352,6 +356,15 @@ def _oldest_first(text: str) -> str:
     down = sum(a > b for a, b in zip(stamps, stamps[1:]))
     up = sum(a < b for a, b in zip(stamps, stamps[1:]))
     return "\n".join(reversed(rows)) if down >= 3 and down > 3 * up else text
+
+
+# The tags that name the process a record came from: vLLM's and Ray's "(EngineCore_DP0 pid=12)",
+# vLLM-Omni's "[Stage-0]"
+_PROCESS_TAG = re.compile(r"\(\w+ pid=\d+(?:, ip=[\w.:-]+)?\)|\[Stage-\d+\]")
+
+
+def _process_tags(raw: str) -> frozenset[str]:
+    return frozenset(_PROCESS_TAG.findall(raw[:120]))
 
 
 def _timestamp(raw: str) -> str | None:

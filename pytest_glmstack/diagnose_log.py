@@ -103,6 +103,7 @@ _PREFIXES = [re.compile(p) for p in (
     r"^[\w.-]+:\d+:\d+ \[\d+\]\s(?=\S)",  # NCCL: 'host:pid:tid [dev] '
     r"^\[\d+\]\s(?=[\w/.]+\.(?:cc|h):\d+ NCCL|NCCL)",  # NCCL: '[0] misc/socket.cc:71 NCCL WARN'
     r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?",  # Open MPI's --tag-output: '[1,0]<stdout>:'
+    r"^\[Stage-\d+\]\s?",  # vLLM-Omni's stage of a multi-stage pipeline: '[Stage-0] '
     # UCX: '[1754890927.298391] [host:270  :0]    ib_mlx5dv_md.c:1100 ' (its 'UCX  ERROR' stays: the evidence)
     r"^\[\d{9,}\.\d+\]\s+\[[^\]\s]+:\d+\s*:\d+\]\s+[\w./-]+:\d+\s+(?=UCX\s)",
     r"^ ?\[[\w.-]+\.py:\d+\]\s",  # what is left of a vLLM record cut after its date: ' [multiproc_executor.py:963] '
@@ -323,6 +324,8 @@ _FAIL = re.compile("|".join((
     # UCX's own error print (under NIXL's KV-cache registration: "ibv_reg_mr(...) failed: Bad address"),
     # and NIXL's registration of memory with its backends that failed
     r"\bUCX\s+ERROR\b", r"\bFailed to ucp_\w+:", r"\bregisterMem: registration failed\b",
+    # NCCL's socket transport's error string (quoted under "Last error:" in the exception NCCL raised)
+    r"\bNet : (?:Call to (?:recv|send|connect)\w* .{0,120}? failed\b|Connection closed by remote peer\b)",
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
     r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)
     r"^Exception raised from \w+ at \S+:\d+",  # c10::Error's location line

@@ -180,7 +180,9 @@ _RULE_SRC = (
     # find NVSHMEM installation" from TVM's nvcc wrapper): the build, whatever the library's name
     ("flashinfer_jit", _COMPILER_MISSING + "|" r"No such file or directory: '(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|hipcc)'|"
                        r"\bCould not find (?:the )?[\w-]+ installation\b"),
-    ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN"),
+    ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN|"
+                  # NCCL's socket transport's own error string, as its "Last error:" quotes it
+                  r"\bNet : (?:Call to (?:recv|send|connect)\w* .{0,120}? failed\b|Connection closed by remote peer\b)"),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enought? memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|"
             # Vulkan's and Metal's words (ggml)

@@ -2672,6 +2672,30 @@ def test_a_failure_in_loading_is_not_survived_by_a_progress_bar_at_zero():
                                  CATALOG).failed
 
 
+def test_a_failure_is_not_survived_by_another_processs_phases():
+    """vLLM-Omni runs one engine per stage: stage 1 loading its model after stage 0's worker failed
+    proves nothing of stage 0."""
+    fail = ("(Worker pid=2291010) [Stage-0] ERROR 03-12 08:22:28 [multiproc_executor.py:800] ValueError: Free memory on "
+            "device cuda:0 (111.99/139.8 GiB) on startup is less than desired GPU memory utilization (0.95, 132.81 GiB). "
+            "Decrease GPU memory utilization or reduce GPU memory used by other processes.\n"
+            "(Worker pid=2291010) [Stage-0] INFO 03-12 08:22:28 [multiproc_executor.py:749] Parent process exited, terminating worker\n")
+    other = ("[Stage-1] INFO 03-12 08:22:28 [diffusion_model_runner.py:133] Model loading took 26.4738 GiB and 13.178609 seconds\n"
+             "[Stage-1] INFO 03-12 08:22:28 [diffusion_model_runner.py:172] Model runner: Initialization complete.\n")
+    d = diagnose.classify(fail + other, CATALOG)
+    assert d.failed and d.category == "oom", d.render()
+    # the same process going on to load its weights did survive it
+    same = other.replace("[Stage-1]", "(Worker pid=2291010) [Stage-0]")
+    assert not diagnose.classify(fail + same, CATALOG).failed
+
+
+def test_nccls_socket_error_quoted_under_last_error_is_communication():
+    log = ("node2: Last error:\n"
+           "node2: Net : Call to recv from NODE2_IP<56843> failed : Connection refused\n"
+           "node1: node1:15874:17284 [4] NCCL INFO Channel 00 : 4[61000] -> 3[42000] via SHM/direct/direct\n")
+    d = diagnose.classify(log, CATALOG)
+    assert d.failed and d.category == "nccl_comm", d.render()
+
+
 def test_sglangs_own_kill_after_a_childs_failure_is_no_oom_kill():
     log = ("[2025-03-09 00:57:15 TP0] Watchdog timeout (self.watchdog_timeout=300)\n"
            "[2025-03-09 00:57:20] Received sigquit from a child proces. It usually means the child failed.\nKilled\n")
