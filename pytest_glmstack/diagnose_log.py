@@ -233,6 +233,8 @@ _HEALTH = re.compile("|".join((
     r"^\s*Number of requests processed: [1-9]",
     # llama.cpp's timings of a generation that finished
     r"^(?:llama_print_timings|llama_perf_context_print|common_perf_print):\s+total time = ",
+    # ... and its newer server's slot log: a request's timings, its slot released when it finished
+    r"^slot print_timing: id +\d+ \| task \d+ \| +total time = ", r"^slot +release: id +\d+ \| task \d+ \| stop processing\b",
     # ollama's HTTP log (gin): a generation, chat or embedding request answered (not its "Listening
     # on": its runner loads the model after it, on the first request)
     r'\[GIN\][^|]*\|\s*200\s*\|[^|]*\|[^|]*\|\s*POST\s+"/(?:api/(?:generate|chat|embed\w*)|v1/\S+)"',

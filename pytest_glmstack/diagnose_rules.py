@@ -90,6 +90,8 @@ _RULE_SRC = (
     # CUTLASS's Python DSL (CuTe DSL) compiles its kernels at run time through MLIR: an error of its
     # MLIR bindings is a JIT compile's
     ("flashinfer_jit", r"\bcutlass\._mlir\b"),
+    # TensorRT-LLM compiles its XQA attention kernels at run time with NVRTC: a JIT build
+    ("flashinfer_jit", r"\bTllmXqaJit runtime error\b|\btllmXqaJitCreateAndCompileProgram\b"),
     ("bad_flag", r"^error: invalid argument: \S|"
                  # vLLM's attention-backend selector refusing the backend asked for, and a parallelism
                  # the model's architecture does not support
@@ -725,6 +727,9 @@ def _frame_category(exc: _Exc) -> str | None:
         # the code Inductor generated called torch with what torch refused (not a kernel's or a
         # library's failure while the compiled code ran)
         return "dynamo_other"
+    # (not a traceback cut merely somewhere in the KV cache's set-up, _initialize_kv_caches,
+    # mem_get_info: a block size refused, Dynamo's refusal in the profiling run and a HIP error
+    # were cut there as often as the memory)
     if re.fullmatch(r"_?(?:check|ensure|verify|assert)_(?:enough|sufficient|available)_\w*(?:memory|kv_cache|blocks)\w*",
                     frames[-1].func):
         return "oom"  # raised by the check that the memory (the KV cache's) suffices: "_check_enough_kv_cache_memory"

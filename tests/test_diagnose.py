@@ -1122,6 +1122,10 @@ def test_a_model_table_with_an_unavailable_model_is_a_failure():
     ("E0612 19:10:20.830158      37 ucx_utils.cpp:577] Failed to ucp_mem_map: Input/output error\n"
      "E0612 19:10:20.830243      37 nixl_agent.cpp:506] registerMem: registration failed for the specified or all potential backends\n",
      "nccl_comm"),
+    # TensorRT-LLM's run-time compile of its XQA kernels (NVRTC) failed: a JIT build
+    ("terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+     "what(): [TensorRT-LLM][ERROR] TllmXqaJit runtime error in tllmXqaJitCreateAndCompileProgram(&program, &context\n",
+     "flashinfer_jit"),
 ])
 def test_generic_evidence_names_its_category(text, category, rules_only):
     d = diagnose.classify(text, CATALOG)
@@ -1639,6 +1643,16 @@ V25S = [  # failure lines of the v25 tuning set the rules name
     ("(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB\n"
      "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] EngineCore failed to start.\n", "oom"),
 ]
+
+
+def test_llama_cpps_newer_slot_log_is_health():
+    served = ("3.21.866.339 I slot print_timing: id  0 | task 1031 |       total time =  152577.39 ms / 167223 tokens\n"
+              "3.21.871.139 I slot      release: id  0 | task 1031 | stop processing: n_tokens = 175613, truncated = 0\n")
+    assert diagnose.classify(served, CATALOG).verdict == "clean"
+    # a failure after it is still the news
+    crash = "/src/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:97: CUDA error\n  CUDA error: out of memory\n"
+    d = diagnose.classify(served + crash, CATALOG)
+    assert d.failed and d.category == "oom", d.render()
 
 
 def test_ucx_prefix_is_stripped_from_the_summary():
