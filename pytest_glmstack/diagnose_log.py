@@ -104,6 +104,9 @@ _PREFIXES = [re.compile(p) for p in (
     r"^\[\d+\]\s(?=[\w/.]+\.(?:cc|h):\d+ NCCL|NCCL)",  # NCCL: '[0] misc/socket.cc:71 NCCL WARN'
     r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?",  # Open MPI's --tag-output: '[1,0]<stdout>:'
     r"^\[Stage-\d+\]\s?",  # vLLM-Omni's stage of a multi-stage pipeline: '[Stage-0] '
+    # a multi-node launcher's host tag (pdsh under DeepSpeed's launcher): 'node2: ' (a lowercase host
+    # name with a digit: never an exception's name; not a tool's own "collect2: error: ...")
+    r"^(?=[a-z][\w.-]*\d[\w.-]*: (?!(?:fatal )?error\b|warning\b|note\b))[\w.-]+: (?=\S)",
     # UCX: '[1754890927.298391] [host:270  :0]    ib_mlx5dv_md.c:1100 ' (its 'UCX  ERROR' stays: the evidence)
     r"^\[\d{9,}\.\d+\]\s+\[[^\]\s]+:\d+\s*:\d+\]\s+[\w./-]+:\d+\s+(?=UCX\s)",
     r"^ ?\[[\w.-]+\.py:\d+\]\s",  # what is left of a vLLM record cut after its date: ' [multiproc_executor.py:963] '

@@ -2708,6 +2708,11 @@ def test_nccls_socket_error_quoted_under_last_error_is_communication():
            "node1: node1:15874:17284 [4] NCCL INFO Channel 00 : 4[61000] -> 3[42000] via SHM/direct/direct\n")
     d = diagnose.classify(log, CATALOG)
     assert d.failed and d.category == "nccl_comm", d.render()
+    # the launcher's host tag ("node2: ", pdsh under DeepSpeed) is no part of the cause
+    assert d.summary.startswith("Net : Call to recv"), d.render()
+    # (a tool's own "collect2: error: ..." is no host tag)
+    from pytest_glmstack.diagnose_log import _split
+    assert _split("collect2: error: ld returned 1 exit status\n")[0].body.startswith("collect2: error:")
 
 
 def test_sglangs_own_kill_after_a_childs_failure_is_no_oom_kill():
