@@ -69,7 +69,8 @@ FROZEN = [("v3", "66a7dad", "25/44"), ("v4", "12bc88e", "18/24"), ("v5", "c37494
           ("v67", "5dd00c7", "13/18"),
           ("v68", "8a20a09", "16/20"),
           ("v69", "70d53d4", "13/15"),
-          ("v70", "55adb6b", "5/8")]
+          ("v70", "55adb6b", "5/8"),
+          ("v71", "b8d9e9f", "5/5")]
 
 # The same steps of the cause code in every version since v3, each marked with what it rests on.
 _STEPS = [

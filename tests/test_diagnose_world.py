@@ -99,7 +99,8 @@ threads and committed notes in none of v1-v66, scored once (13/18), a tuning set
 scored once (16/20), a tuning set since. v69 (tests/data/world/v69): 21 logs from public threads
 and committed run logs in none of v1-v68, scored once (13/15), a tuning set since. v70
 (tests/data/world/v70): 18 logs from committed run logs and public threads in none of v1-v69,
-scored once (5/8), a tuning set since.
+scored once (5/8), a tuning set since. v71 (tests/data/world/v71): 15 run logs committed to public
+repositories in none of v1-v70, scored once (5/5), a tuning set since.
 
 The figures and the confusion matrices are printed (pytest -s) and kept in pytest's cache under
 glmstack/world-score (pytest --cache-show 'glmstack/*').
@@ -820,6 +821,12 @@ V69_FLOOR = {"right_category": 15, "failed": 15, "healthy_called_failed": 0, "in
 # healthy called failed; docs/diagnosis-record.md) and is a tuning set since.
 V70_FLOOR = {"right_category": 6, "failed": 8, "healthy_called_failed": 0, "incomplete_ok": 0, "incomplete": 0}
 
+
+# v71 was scored once as a frozen test set (2026-12-06, rules of commit b8d9e9f, i.e. after tuning on
+# v70, before any of its logs was seen by them or by whoever tuned them: 5/5 right category, 0 of 10
+# healthy called failed; docs/diagnosis-record.md) and is a tuning set since.
+V71_FLOOR = {"right_category": 5, "failed": 5, "healthy_called_failed": 0, "incomplete_ok": 0, "incomplete": 0}
+
 TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v2", "split-v2.json", V2_FLOOR, "39/56"),
     ("v3", "split-v3.json", V3_FLOOR, "25/44"),
@@ -890,6 +897,7 @@ TUNING_SETS = [  # (set, its split file, its floor, its one frozen score)
     ("v68", "split-v68.json", V68_FLOOR, "16/20"),
     ("v69", "split-v69.json", V69_FLOOR, "13/15"),
     ("v70", "split-v70.json", V70_FLOOR, "5/8"),
+    ("v71", "split-v71.json", V71_FLOOR, "5/5"),
 ]
 
 
