@@ -251,6 +251,10 @@ _HEALTH = re.compile("|".join((
 _MEMORY_KILL = (r"\b(?:KILL(?:ED|ING)?|[Kk]ill(?:ed|ing)?)\b[^\n]{0,80}\b(?:Mem(?:Available|Free)|memory|RAM)\b[^\n]{0,60}"
                 r"(?:<|\bbelow\b|\bunder\b|\blow\b|\bexceed)|\bOut of memory: Kill(?:ed)? process\b|\bOOMKilled\b")
 # the shell's report of a build's compiler process killed (the kernel's OOM killer, in a container)
+# NCCL's socket transport's own error string, as the "Last error:" of the exception NCCL raised quotes it
+_NCCL_NET_ERROR = r"\bNet : (?:Call to (?:recv|send|connect)\w* .{0,120}? failed\b|Connection closed by remote peer\b)"
+# NIXL's registration of memory that its UCX backend refused ("Failed to ucp_mem_map: Input/output error")
+_NIXL_REGISTRATION = r"\bFailed to ucp_\w+:|\bregisterMem: registration failed\b"
 _COMPILER_KILLED = r"\bKilled\s+(?:\S*/)?(?:cicc|cc1plus|cc1|ptxas|nvcc|gcc|g\+\+|c\+\+|clang\+\+|ld|cudafe\+\+)\s"
 # the shell not finding a build's compiler ("/bin/sh: 1: /usr/local/cuda/bin/nvcc: not found"); other
 # commands a shell misses (nvidia-smi in a container) are no failure of their own
@@ -328,9 +332,7 @@ _FAIL = re.compile("|".join((
     r"\bKVTransferError\b", r"\bNIXL_ERR_[A-Z_]+",  # KV-cache transfer engines (Mooncake, NIXL)
     # UCX's own error print (under NIXL's KV-cache registration: "ibv_reg_mr(...) failed: Bad address"),
     # and NIXL's registration of memory with its backends that failed
-    r"\bUCX\s+ERROR\b", r"\bFailed to ucp_\w+:", r"\bregisterMem: registration failed\b",
-    # NCCL's socket transport's error string (quoted under "Last error:" in the exception NCCL raised)
-    r"\bNet : (?:Call to (?:recv|send|connect)\w* .{0,120}? failed\b|Connection closed by remote peer\b)",
+    r"\bUCX\s+ERROR\b", _NIXL_REGISTRATION, _NCCL_NET_ERROR,
     r"\|\s+UNAVAILABLE: \w",  # Triton Inference Server's model table: a model that failed to load
     r"\bFailed: (?:Cuda error )?\S+\.(?:cu|cuh|cc|cpp|h):\d+ '",  # a CUDA check macro's print (custom all-reduce)
     r"^Exception raised from \w+ at \S+:\d+",  # c10::Error's location line

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .diagnose_log import _COMPILER_KILLED, _COMPILER_MISSING, _MEMORY_KILL, _WRONG_DATA, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
+from .diagnose_log import _COMPILER_KILLED, _COMPILER_MISSING, _MEMORY_KILL, _NCCL_NET_ERROR, _NIXL_REGISTRATION, _WRONG_DATA, _FALLBACK, _FRAME_RE, _TB_START, Frame, _Exc, _Line, _origin, short_path
 
 
 # --- evidence ---------------------------------------------------------------------------------
@@ -183,8 +183,7 @@ _RULE_SRC = (
     ("flashinfer_jit", _COMPILER_MISSING + "|" r"No such file or directory: '(?:nvcc|ninja|gcc|g\+\+|cc|c\+\+|clang(?:\+\+)?|hipcc)'|"
                        r"\bCould not find (?:the )?[\w-]+ installation\b"),
     ("nccl_comm", r"\bNCCL error\b|DistBackendError|nccl\w*Error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|NCCL WARN|"
-                  # NCCL's socket transport's own error string, as its "Last error:" quotes it
-                  r"\bNet : (?:Call to (?:recv|send|connect)\w* .{0,120}? failed\b|Connection closed by remote peer\b)"),
+                  + _NCCL_NET_ERROR),
     ("oom", r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory|\bout of memory\b|Not enought? memory|cudaErrorMemoryAllocation|"
             r"CUDA_ERROR_OUT_OF_MEMORY|No available memory for the cache blocks|"
             # Vulkan's and Metal's words (ggml)
@@ -223,7 +222,7 @@ _RULE_SRC = (
                   r"DistNetworkError|\bgloo\b|Detected mismatch between collectives|\bmonitoredBarrier\b|"
                   # KV-cache transfer engines between instances (disaggregated prefill/decode)
                   r"\bnixl\w*Error\b|\bNIXL_ERR_\w+|\bKVTransferError\b|\bUCX\s+ERROR\b|\bMooncake\b|\btransfer_engine\b|"
-                  r"\bFailed to ucp_\w+:|\bregisterMem: registration failed\b|"
+                  + _NIXL_REGISTRATION + r"|"
                   r"\bNIXL (?:transfer|handshake)\w* (?:failure|failed|error)\b|\bhandshake_setup_failed\b|"
                   # HCCL, Ascend's collective library: its transport between ranks could not be set up
                   # (not "HCCL function error" alone: it also wraps a port already bound)
