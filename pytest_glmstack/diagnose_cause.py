@@ -14,7 +14,7 @@ from .diagnose_catalog import KnownIssue
 from .diagnose_log import (_COMPILER_KILLED, _CONFIG_DUMP, _SHELL_KILLED, _TB_START, _exceptions, _is_benign, _is_torch_machinery, _Line, _origin, _phase_of,
                            short_path)
 from .diagnose_result import Diagnosis
-from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _REFUSAL_EXC, _SETTING, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
+from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _PYDANTIC_HEAD, _REFUSAL_EXC, _SETTING, _WRAPPER, _clean_summary, _evidence_summary, _exc_summary, _frame_category,
                              _inner, _native_crash_category, _refused_setting, _rule, _vocabulary, _vocabulary_category)
 
 
@@ -54,6 +54,11 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         return lines[k].body
 
     recs = [r for r in _exceptions(lines, code) if r.idx >= start]
+    # An exception a logger printed at WARNING was caught and survived (vLLM's import probe of an
+    # optional module); with a later one printed otherwise, that later one is what stopped the run.
+    survived = [r for r in recs if lines[r.idx].level == 2 and r.name is not None]
+    if survived and any(lines[r.idx].level != 2 and r.name is not None and r.idx > survived[0].idx for r in recs):
+        recs = [r for r in recs if r not in survived]
     # The causal exception: the first one that is not a mere wrapper ("Engine core initialization
     # failed", "Scheduler hit an exception"): Python prints the cause before what it caused.
     causal = next((r for r in recs if r.name is not None and not _WRAPPER.search(r.head)), None)
@@ -345,7 +350,6 @@ _SOURCE_BUILD_DIAG = re.compile(r"^(?!.*flashinfer|.*/jit/).*/csrc/\S+?(?::\d+(?
 # built, not why it failed: a custom_all_reduce.cu in them is no sign of the custom all-reduce issue
 _COMPILE_STEP = re.compile(r"(?:^|/)(?:nvcc|gcc|g\+\+|c\+\+|clang\+\+|cc)\s+-|^\s*FAILED: \S+\.o\b|^\s*\[\d+/\d+\] ")
 _DIAG_AT = re.compile(r"^\s*[\w./-]+\.(?:cu|cuh|cc|cpp|c|h|hh|hpp|inl)(?:\(\d+\)|:\d+(?::\d+)?): (?=(?:fatal )?error\b|warning\b)")
-_PYDANTIC_HEAD = re.compile(r"\b\d+ validation errors? for \w+\s*$")
 _BUILD_STEP_KILLED = re.compile(r"^\s+Killed\s*$|" + _COMPILER_KILLED)
 _UNPACK = re.compile(r"\b(?:not enough|too many) values to unpack\b")
 _SERVING_STEP_TIMEOUT = re.compile(r"\bRPC call to execute_model timed out\b|"

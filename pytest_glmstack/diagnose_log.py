@@ -408,7 +408,9 @@ _FAIL_WEAK = re.compile("|".join((
 _FAIL_LAST = re.compile(r"\b(?:[Ee]rrors?|ERROR|[Ff]ailed|FAILED|[Ff]ailure|[Ff]atal|FATAL|[Ee]xception|[Cc]annot|can't|couldn't|"
                         r"[Cc]ould not|[Uu]nable to|not supported|[Uu]nsupported|[Tt]imed out|[Tt]ime ?out|[Aa]bort(?:ed)?|"
                         r"core dumped|[Kk]illed|[Ss]egmentation fault|[Nn]o such file)\b")
-_QUIET_WORDS = re.compile(r"\b(?:NCCL INFO|INFO|WARN(?:ING)?|DEBUG)\b|\[(?:TM\]\[)?DEBUG\]")
+_QUIET_WORDS = re.compile(r"\b(?:NCCL INFO|INFO|WARN(?:ING)?|DEBUG)\b|\[(?:TM\]\[)?DEBUG\]|"
+                          # nccl-tests' column header ("... algbw   busbw  error"): a log cut under it
+                          r"\balgbw\s+busbw\s+(?:error|#wrong)\b")
 # Failures that are a state of the machine: fatal even when the start-up went on for a while.
 _CONDITION = re.compile(r"is not compatible with the current PyTorch installation")
 # A weak failure line the program says it recovered from ("Using fallback ...").

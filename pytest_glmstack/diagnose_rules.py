@@ -50,6 +50,8 @@ _RULE_SRC = (
               r"[Cc]an ?not (?:find|found) [\w ]{0,30}for (?:model )?architectures?\b|\bUnsupported model architecture\b|"
               # SGLang's Transformers fallback finding no class for the model either
               r"\bis not a registered model in the Transformers library\b|"
+              # Transformers too old for the checkpoint's model type (also inside vLLM's config validation)
+              r"\bhas model type `[\w.-]+` but Transformers does not recognize this architecture\b|"
               # vLLM could not load the model's class to inspect it (its config's validation reports it)
               r"\bModel architectures \[[^\]\n]*\] failed to be inspected\b"),
     # vLLM's profiling check that free memory did not grow while it measured (another process
@@ -81,6 +83,10 @@ _RULE_SRC = (
     ("other", r"\bmat1 and mat2 shapes cannot be multiplied\b|\bThe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)|"
               # a view or reshape the tensor's layout cannot give
               r"\bview size is not compatible with input tensor's size and stride\b|\bshape '\[[\d, -]*\]' is invalid for input of size \d+"),
+    # FlashInfer's kernel dispatcher finding no tile configuration for the shapes it was given
+    # ("Unsupported max_mma_kv: 0", "FlashInfer Internal Error: Invalid configuration : NUM_MMA_Q=1
+    # ..."): its own selection code, printed from a header it runs, no JIT build and no named arch
+    ("other", r"\bUnsupported max_mma_kv: \d+|\bFlashInfer Internal Error: Invalid configuration\b"),
     # a checkpoint file that does not parse: the model's files
     ("other", r"\bSafetensorError\b|\bError while deserializing header\b"),
     # a kernel that refuses the device it runs on, whatever refusal carries it ("NvFp4 MoE backend
@@ -615,9 +621,19 @@ def _inner(text: str) -> str | None:
     return None
 
 
+_PYDANTIC_HEAD = re.compile(r"\b\d+ validation errors? for \w+\s*$")
+_PYDANTIC_DETAIL = re.compile(r"^(?:Value|Assertion) error, (.+?)(?: \[type=\w+.*)?$")
+
+
 def _exc_summary(exc: _Exc, lines: list[_Line], matched: str | None, from_head: bool) -> str:
     head = exc.head
     msg = exc.msg.strip()
+    if _PYDANTIC_HEAD.search(head):
+        # "ValidationError: 1 validation error for ModelConfig" names only the class: its
+        # "Value error, ..." line says what was refused
+        detail = next((m.group(1) for c in exc.cont for m in [_PYDANTIC_DETAIL.match(c)] if m), None)
+        if detail:
+            return _rephrase(f"{head}: {detail}")
     nested = exc.nested
     if nested and (not msg or len(msg) < 12 or re.search(r"Could not load|import attempts|see (?:above|below)", " ".join(exc.cont), re.I)):
         # 'ImportError: ... Could not load any common_ops library ... Error details from previous

@@ -1132,6 +1132,74 @@ def test_generic_evidence_names_its_category(text, category, rules_only):
     assert (d.verdict, d.category) == ("failed", category), d.render()
 
 
+def test_an_exception_logged_as_a_warning_was_survived():
+    """vLLM's probe of an optional module logs its ImportError's traceback at WARNING and goes on:
+    the exception printed later, at ERROR, is what stopped the engine."""
+    w = "(EngineCore pid=190) WARNING 06-11 00:29:05 [import_utils.py:408] "
+    e = "(EngineCore pid=190) ERROR 06-11 00:29:59 [core.py:1199] "
+    text = "\n".join([
+        w + "Traceback (most recent call last):",
+        w + '  File "/opt/vllm/vllm/utils/import_utils.py", line 406, in _has_module',
+        w + "    importlib.import_module(module_name)",
+        w + '  File "/opt/vllm/vllm/third_party/deep_gemm/__init__.py", line 16, in <module>',
+        w + "    from . import _C",
+        w + "ImportError: cannot import name '_C' from partially initialized module 'vllm.third_party.deep_gemm' "
+            "(most likely due to a circular import)",
+        "(EngineCore pid=190) INFO 06-11 00:29:05 [kernel_warmup.py:97] Warming up FlashInfer attention.",
+        e + "Traceback (most recent call last):",
+        e + '  File "/opt/vllm/vllm/v1/worker/gpu_model_runner.py", line 4100, in profile_run',
+        e + "    self._dummy_run(self.max_num_tokens)",
+        e + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 119.70 GiB",
+    ]) + "\n"
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+    assert d.summary.startswith("torch.OutOfMemoryError"), d.summary
+
+
+def test_a_pydantic_refusal_is_summarised_by_its_reason():
+    """vLLM's config validation reporting a checkpoint Transformers is too old for: the model's
+    problem (not a refused setting), and the summary says it, not only the class that refused."""
+    text = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+            "  Value error, The checkpoint you are trying to load has model type `gemma4_unified` but Transformers does not recognize this architecture. This could be because of an issue with the checkpoint, or because your version of Transformers is out of date.\n"
+            "\n"
+            "You can update Transformers with the command `pip install --upgrade transformers`. If this does not work, and the checkpoint is very new, then there may not be a release version that supports this model yet. In this case, you can get the most up-to-date code by installing Transformers from source with the command `pip install git+https://github.com/huggingface/transformers.git` [type=value_error, input_value=ArgsKwargs((), {'model': ...nderer_num_workers': 1}), input_type=ArgsKwargs]\n"
+            "    For further information visit https://errors.pydantic.dev/2.13/v/value_error\n")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+    assert "validation error for ModelConfig: The checkpoint you are trying to load has model type `gemma4_unified`" in d.summary, d.summary
+    assert "[type=value_error" not in d.summary, d.summary
+
+
+@pytest.mark.parametrize("message", [
+    "Unsupported max_mma_kv: 0",
+    "FlashInfer Internal Error: Invalid configuration : NUM_MMA_Q=1 NUM_MMA_D_QK=32 NUM_MMA_D_VO=16 NUM_MMA_KV=1 "
+    "NUM_WARPS_Q=4 NUM_WARPS_KV=1 please create an issue (https://github.com/flashinfer-ai/flashinfer/issues) and report "
+    "the issue to the developers.",
+])
+def test_flashinfer_finding_no_tile_configuration_is_its_own_code(message):
+    """FlashInfer's dispatcher refusing the shapes it was given (printed from a header it runs):
+    `other`, not a JIT build, not the KV cache out of memory that its words suggest."""
+    e = "(EngineCore pid=190) ERROR 06-11 00:29:59 [core.py:1199] "
+    text = "\n".join([
+        e + "Traceback (most recent call last):",
+        e + '  File "/opt/flashinfer/flashinfer/prefill.py", line 720, in paged_run',
+        e + "    paged_run_func(",
+        e + '  File "python/tvm_ffi/cython/function.pxi", line 929, in tvm_ffi.core.Function.__call__',
+        e + "RuntimeError: Error in function 'BatchPrefillWithPagedKVCacheDispatched' at "
+            "/opt/flashinfer/include/flashinfer/attention/prefill.cuh:3201: " + message,
+    ]) + "\n"
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "other"), d.render()
+
+
+def test_nccl_tests_cut_under_its_column_header_is_incomplete():
+    text = ("mpirun -np 8 all_reduce_perf -b 32 -f 2 -e 8G\n"
+            " nThread 1 nGpus 1 minBytes 32 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20\n\n"
+            "                                                     out-of-place                       in-place\n"
+            "       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n")
+    assert diagnose.classify(text, CATALOG).verdict == "incomplete"
+
+
 def test_a_dynamo_refusal_stays_unsupported():
     text = ('  File "/venv/lib/python3.12/site-packages/torch/_dynamo/exc.py", line 10, in unimplemented\n'
             "    raise Unsupported(msg)\ntorch._dynamo.exc.Unsupported: call_function UserDefinedObjectVariable(x)\n")
