@@ -34,7 +34,7 @@ from . import diagnose_words
 
 from .diagnose_catalog import CATEGORIES, CatalogError, KnownIssue, load_catalog  # noqa: F401 (the API)
 from .diagnose_cause import _failed, _is_benign_fatal, _known, _strip
-from .diagnose_log import (_BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_LAST, _FAIL_WEAK, _FRAME_RE,
+from .diagnose_log import (_ALLOC_OOM, _BIND_FAILED, _CHAIN_CAUSE, _CHAIN_CONTEXT, _CONDITION, _EXC_RE, _FAIL, _FAIL_LAST, _FAIL_WEAK, _FRAME_RE,
                            _DUMP_FRAME_RE,
                            _HEALTH, _QUIET_WORDS, _TB_START, _WARNING_EXC, _WRONG_DATA, _is_benign, _Line, _phase_of, _split)
 from .diagnose_result import Diagnosis  # noqa: F401 (the API)
@@ -127,7 +127,7 @@ def classify(text: str, catalog: Iterable[KnownIssue] = (), *, hang: bool = Fals
         quiet = ln.level in (0, 1, 2)  # an INFO/WARNING/DEBUG record
         weak = not quiet and (_FAIL_WEAK.search(b) or (k == last_line and _FAIL_LAST.search(b) and not
                                                        _QUIET_WORDS.search(ln.raw))) and not _recovered(lines, k)
-        if ln.level >= 3 or _FAIL.search(b) or weak or (
+        if ln.level >= 3 or _FAIL.search(b) or weak or (k == last_line and _ALLOC_OOM.search(b)) or (
                 not quiet and em and not _WARNING_EXC.search(em["name"]) and (em["msg"] or k + 1 < n)):
             if not fails or fails[-1] != k:  # (a panic's message line is taken with its head)
                 fails.append(k)

@@ -20,6 +20,8 @@ from .diagnose_rules import (_CAPTURE_WRAPPER, _KERNEL_FAULT, _PYDANTIC_HEAD, _R
 
 _NCCL_CUDA_FAILURE = re.compile(r"unhandled cuda error|ncclUnhandledCudaError", re.I)
 _SHAPE_CHECK = re.compile(r"\bmust (?:be )?divisible by\b|\bis not divisible by\b|\bmust be a multiple of\b|\bis not a multiple of\b")
+_OOM_DEATH = re.compile(r"\bOutOfMemoryError: CUDA out of memory\b|\boom_kill events?\b|\bhave been OOM Killed\b|"
+                        r"\bOut of memory: Killed process\b")
 _CODE_BUG = re.compile(r"(?:^|\.)(?:TypeError|AttributeError|NameError|UnboundLocalError|KeyError|IndexError|ZeroDivisionError|RecursionError)$")
 _INDUCTOR_WRAPPER = re.compile(r"\bInductorError\b|BackendCompilerFailed|backend='inductor' raised")
 # A C/C++/CUDA compiler run by the build of a generated module (Triton's cuda_utils/launcher
@@ -243,6 +245,13 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         category, basis = "oom", "evidence"
         matched = next(body_at(k) for k in ev if _BUILD_STEP_KILLED.search(body_at(k)))
 
+    died = next((body_at(k) for k in range(start, n) if _OOM_DEATH.search(body_at(k))), None) \
+        if category == "nccl_comm" else None
+    if died is not None:
+        # NCCL or the store losing a peer is what the surviving ranks saw; a rank that ran out of
+        # memory (torch's OOM, Slurm's OOM killer), printed in the same log, is why it went
+        category, matched, basis = "oom", died, "evidence"
+
     # Origin: the causal exception's frames (Dynamo's 'from user code' frames when it lists them).
     origin = caller = raised_at = None
     src = causal if causal is not None and (causal.frames or causal.user_frames) else (
@@ -255,6 +264,8 @@ def _failed(lines, code, frame_at, live, start, catalog, phase, served=False) ->
         summary = _exc_summary(causal, lines, matched, from_head)
     else:
         summary = _evidence_summary(lines, body_at, matched, ev, live, truncated, frame_at, origin, raised_at)
+    if died is not None:
+        summary = f"{_clean_summary(died)} (then the other ranks lost it: {summary})"
     if category == "bad_flag":
         err = next((m.group(0) for k in live for m in [re.search(r"^(?:[^:]{1,60}: )?error: .*", body_at(k))] if m), None)
         if err:

@@ -107,6 +107,8 @@ _PREFIXES = [re.compile(p) for p in (
     # a multi-node launcher's host tag (pdsh under DeepSpeed's launcher): 'node2: ' (a lowercase host
     # name with a digit: never an exception's name; not a tool's own "collect2: error: ...")
     r"^(?=[a-z][\w.-]*\d[\w.-]*: (?!(?:fatal )?error\b|warning\b|note\b))[\w.-]+: (?=\S)",
+    # srun --label's task number (right-aligned): ' 2: [rank2]:   File ...', '15: ...'
+    r"^ {0,4}\d{1,5}: (?=\S)",
     # UCX: '[1754890927.298391] [host:270  :0]    ib_mlx5dv_md.c:1100 ' (its 'UCX  ERROR' stays: the evidence)
     r"^\[\d{9,}\.\d+\]\s+\[[^\]\s]+:\d+\s*:\d+\]\s+[\w./-]+:\d+\s+(?=UCX\s)",
     r"^ ?\[[\w.-]+\.py:\d+\]\s",  # what is left of a vLLM record cut after its date: ' [multiproc_executor.py:963] '
@@ -411,6 +413,9 @@ _FAIL_LAST = re.compile(r"\b(?:[Ee]rrors?|ERROR|[Ff]ailed|FAILED|[Ff]ailure|[Ff]
 _QUIET_WORDS = re.compile(r"\b(?:NCCL INFO|INFO|WARN(?:ING)?|DEBUG)\b|\[(?:TM\]\[)?DEBUG\]|"
                           # nccl-tests' column header ("... algbw   busbw  error"): a log cut under it
                           r"\balgbw\s+busbw\s+(?:error|#wrong)\b")
+# torch's allocator warning that an allocation met OOM: survivable (an autotuner catches it and goes
+# on), so a failure only as the log's last word (the excerpt cut before the OutOfMemoryError)
+_ALLOC_OOM = re.compile(r"\bmemory allocation failed with OOM on device \d+")
 # Failures that are a state of the machine: fatal even when the start-up went on for a while.
 _CONDITION = re.compile(r"is not compatible with the current PyTorch installation")
 # A weak failure line the program says it recovered from ("Using fallback ...").

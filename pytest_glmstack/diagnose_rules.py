@@ -198,6 +198,9 @@ _RULE_SRC = (
             r"KV cache is needed, which is larger than the available\s+KV cache memory|# GPU blocks: 0\b|To serve at least one request with the model's max seq len|"
             r"Cannot allocate memory|can't allocate memory|insufficient (?:GPU |device |host |CUDA )?memory|exceeds the maximum allowed length \(-\d+ tokens\)|profiled value -\d|"
             r"CUDACachingAllocator|exit (?:code|status):? 137\b|"
+            # a planner's own audit of the GPU's free memory ("free HBM is below the runtime reserve")
+            r"\bfree (?:HBM|GPU memory|device memory) is below\b|"
+            r"\bmemory allocation failed with OOM on device\b|"
             # vLLM's block manager with no KV-cache block left; ggml's buffer whose allocation returned NULL
             r"\bNoFreeBlocksError\b|backend buffer base cannot be NULL|"
             # vLLM's checks that the KV cache holds one request (a traceback cut off at the call names them)
@@ -412,7 +415,7 @@ _ARGS_CODE = re.compile(r"sglang/srt/(?:server_args\.py|arg_groups/)|vllm/engine
 _REFUSAL_EXC = re.compile(r"(?:^|\.)(?:ValueError|AssertionError|NotImplementedError|KeyError|RuntimeError|\w*(?:Config|Argument|Validation)Error)$")
 _REFUSAL = re.compile(
     r"\bis not supported (?:with|when|together|in combination|for (?:this|the) (?:configuration|combination))|"
-    r"\b(?:is|are) only supported (?:with|when|for|if|in)\b|\bonly supports?\b|\bmust (?:be|not be|have|match)\b|"
+    r"\b(?:is|are) only supported (?:with|when|for|if|in)\b|\bonly supports?\b|\b(?:must|should) (?:be|not be|have|match)\b|"
     r"\bcan(?:not|'t|not be) (?:be )?(?:used|enabled|combined|set|specified)\b|\brequires?\b|\b(?:not |in)compatible with\b|"
     r"\bdoes not support (?:the |this )?(?:\w+ )?(?:configuration|combination|option|mode|setting)|"
     r"\byou (?:have )?(?:explicitly )?(?:specified|set|passed|chose)\b|\bbut got\b|\bmutually exclusive\b|"
@@ -426,6 +429,7 @@ _SETTING = re.compile(
     r"tool[-_ ]call|reasoning|prefill|decode|cuda[-_ ]graph|compilation|distributed[-_]executor)[-_ ]?"
     r"(?:backend|format|method|dtype|algorithm|parser|runner|mode|level)s?\b|"
     r"\b(?:[tdpec]p|[TDPE]P|tensor[-_]parallel|pipeline[-_]parallel|data[-_]parallel|expert[-_]parallel)[-_ ]sizes?\b|"
+    r"\b(?:tensor|pipeline|context|expert)_model_parallel_size\b|"  # Megatron's names
     r"\bnum[-_]shards?\b|\bmax[-_](?:model[-_]len|num[-_]seqs|num[-_]batched[-_]tokens|running[-_]requests|total[-_]tokens|"
     r"input[-_](?:length|tokens)|batch[-_]\w+|prefill[-_]tokens)\b|\bcontext[-_]length\b|\bchunked[-_]prefill\w*|"
     r"\benforce[-_]eager\b|\bmem[-_]fraction\w*|\bgpu[-_]memory[-_]utilization\b|\bkv[-_]cache[-_]dtype\b|"

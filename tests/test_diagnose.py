@@ -1192,6 +1192,59 @@ def test_flashinfer_finding_no_tile_configuration_is_its_own_code(message):
     assert (d.verdict, d.category) == ("failed", "other"), d.render()
 
 
+def test_the_allocators_oom_warning_is_a_failure_only_as_the_last_word():
+    warn = ("[rank0]:[W830 12:05:56.439466645 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on "
+            "device 0 while trying to allocate 272629760 bytes (free: 125304832, total: 85017624576).")
+    cut = "(Worker pid=2604) DEBUG 08-30 12:05:56 [layer.py:126] Attention(role=self) -> backend=TORCH_SDPA\n" + warn + "\n"
+    d = diagnose.classify(cut, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+    # an autotuner catches it and goes on: a log that went on to serve shows no failure
+    served = warn + "\n(APIServer pid=1) INFO:     Application startup complete.\n" \
+        "(APIServer pid=1) INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK\n"
+    assert not diagnose.classify(served, CATALOG).failed
+
+
+def test_a_planners_free_memory_audit_is_oom(rules_only):
+    text = ("(EngineCore pid=1) RuntimeError: Worker failed with error 'Tiered MoE observed free HBM is below the runtime "
+            "reserve: 13357547520 bytes available, 15000000000 required. Replan more experts into Grace memory.', please "
+            "check the stack trace above for the root cause\n")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+
+
+def test_srun_task_labels_are_a_prefix():
+    """srun --label puts the task number before each line (right-aligned): a Megatron assertion on
+    the pipeline size under it is the run's settings refused."""
+    text = "\n".join([
+        "15: [rank15]:   File \"/usr/lib/python3.12/dist-packages/megatron/core/transformer/transformer_block.py\", "
+        "line 110, in get_num_layers_to_build",
+        "15: [rank15]:     num_layers % config.pipeline_model_parallel_size == 0",
+        "15: [rank15]: AssertionError: num_layers should be divisible by pipeline_model_parallel_size",
+        " 2: [rank2]:            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    ]) + "\n"
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "bad_flag"), d.render()
+    assert d.summary == "AssertionError: num_layers should be divisible by pipeline_model_parallel_size", d.summary
+
+
+@pytest.mark.parametrize("death", [
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 100.00 MiB. GPU 0 has a total capacity of 79.11 GiB",
+    "[2026-02-16T17:22:09.627] error: Detected 2 oom_kill events in StepId=1454668.batch. Some of the step tasks have "
+    "been OOM Killed.",
+])
+def test_a_rank_out_of_memory_is_why_the_others_lost_it(death):
+    text = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:230, "
+            "remote process exited or there was a network error, NCCL version 2.27.5\n"
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+            + death + "\n")
+    d = diagnose.classify(text, CATALOG)
+    assert (d.verdict, d.category) == ("failed", "oom"), d.render()
+    assert ("CUDA out of memory" in d.summary or "OOM Killed" in d.summary) and "lost it" in d.summary, d.summary
+    # without it, the peer lost is NCCL's
+    alone = diagnose.classify(text.replace(death + "\n", ""), CATALOG)
+    assert alone.category == "nccl_comm", alone.render()
+
+
 def test_nccl_tests_cut_under_its_column_header_is_incomplete():
     text = ("mpirun -np 8 all_reduce_perf -b 32 -f 2 -e 8G\n"
             " nThread 1 nGpus 1 minBytes 32 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20\n\n"
